@@ -1,0 +1,39 @@
+# Two commands for a person arriving new:  make serve  and  make test.
+# Both create .venv when needed and install the project into it (editable, so edits take effect).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+ARGS   ?=
+
+.PHONY: serve test install bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Re-install when the dependencies change. pyfuse3 compiles against libfuse3 (libfuse3-dev,
+# pkg-config); when those are missing the FUSE extra is skipped and only `hostfinder mount` needs it.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	@if pkg-config --exists fuse3 2>/dev/null; then \
+		$(PY) -m pip install --quiet -e '.[test,fuse]'; \
+	else \
+		echo "note: libfuse3-dev/pkg-config not found; 'hostfinder mount' needs: apt-get install fuse3 libfuse3-dev pkg-config"; \
+	fi
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+serve: $(STAMP)
+	$(VENV)/bin/hostfinder serve $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(ARGS)
+
+bench: $(STAMP)
+	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .hostfinder *.egg-info

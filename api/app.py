@@ -1,0 +1,40 @@
+"""The Flask application factory. Nothing happens at import; ``create_app`` wires the store in."""
+from __future__ import annotations
+
+import importlib
+
+from flask import Flask, jsonify
+
+from api import errors
+from store import migrations
+from store.access import Door
+from store.db import Database
+
+# One blueprint per area, each a module exposing ``bp``.
+BLUEPRINTS = ("api.tools", "api.agents", "api.file_changes", "api.collections", "api.records",
+              "api.openapi")
+
+
+def create_app(db: Database, *, door: Door | None = None) -> Flask:
+    app = Flask("hostfinder.api")
+    app.json.sort_keys = False
+    app.json.ensure_ascii = False
+    app.extensions["hostfinder.db"] = db
+    app.extensions["hostfinder.door"] = door or Door(db)
+    errors.register(app)
+
+    @app.get("/api/health")
+    def health():  # type: ignore[no-untyped-def]
+        """Store reachability and schema version; needs no credentials."""
+        try:
+            with db.connection() as conn:
+                version = migrations.current_version(conn)
+        except Exception as exc:  # the point of the route is to report this, not to raise it
+            return jsonify({"ok": False, "store": "unreachable", "error": type(exc).__name__}), 503
+        latest = migrations.latest_version()
+        return jsonify({"ok": version == latest, "store": "reachable", "schema_version": version,
+                        "schema_latest": latest})
+
+    for name in BLUEPRINTS:
+        app.register_blueprint(importlib.import_module(name).bp)
+    return app

@@ -1,0 +1,62 @@
+"""The door of /api/: Basic (email and password or member token) or Bearer (member or service token).
+
+The principal is put on ``flask.g``; views say which kinds of caller they take with
+``@requires("user")`` or ``@requires("user", "service")``. A service token reaches only the
+agent tool route, State and runs; everything else answers 404 for it, as for a stranger.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import current_app, g, request
+
+from store.access import PRINCIPAL_KEY, Door, Principal
+from store.errors import NotFound, Unauthenticated
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def authenticate(door: Door, header: str | None) -> Principal | None:
+    """The principal for an Authorization header value, or None. Shared by /api/ and /dav/."""
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    scheme = scheme.lower()
+    if scheme == "bearer" and value.strip():
+        return door.bearer(value.strip())
+    if scheme == "basic":
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        email, sep, secret = decoded.partition(":")
+        if sep and email and secret:
+            return door.basic(email, secret)
+    return None
+
+
+def requires(*kinds: str) -> Callable[[F], F]:
+    """Guard a view: authenticated, and of one of ``kinds`` ('user', 'service')."""
+    def wrap(view: F) -> F:
+        @wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            principal = authenticate(current_app.extensions["hostfinder.door"],
+                                     request.headers.get("Authorization"))
+            if principal is None:
+                raise Unauthenticated("authentication required: send HTTP Basic (email and password or token)"
+                                      " or Authorization: Bearer <token>")
+            if principal.kind not in kinds:
+                raise NotFound("not found")
+            g.principal = principal
+            request.environ[PRINCIPAL_KEY] = principal
+            return view(*args, **kwargs)
+        return guarded  # type: ignore[return-value]
+    return wrap
+
+
+def principal() -> Principal:
+    return g.principal

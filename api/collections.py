@@ -1,0 +1,6 @@
+"""(to be written)"""
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("collections", __name__)

@@ -1,0 +1,63 @@
+"""Store errors as HTTP: the one table, and the one JSON error shape.
+
+Every error body is ``{"error": "<sentence>", "problems": [...], "status": N}``; ``problems`` lists
+each problem when there are several (a rejected record, bad arguments) and is empty otherwise.
+"""
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+from store import errors as e
+
+log = logging.getLogger(__name__)
+
+# Most specific first: the first class in the exception's MRO found here wins.
+STATUS: dict[type[e.StoreError], int] = {
+    e.Unauthenticated: 401,
+    e.NotFound: 404,
+    e.ReadOnly: 403,
+    e.Forbidden: 403,
+    e.NotANote: 422,
+    e.Invalid: 422,
+    e.Embedded: 409,
+    e.AlreadyExists: 409,
+    e.Conflict: 409,
+    e.TooLarge: 413,
+    e.LimitReached: 422,
+    e.PreconditionFailed: 412,
+    e.Locked: 423,
+    e.StoreError: 400,
+}
+
+
+def status_of(exc: e.StoreError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 400
+
+
+def error_response(status: int, message: str, problems: list[str] | None = None) -> Response:
+    resp = jsonify({"error": message, "problems": problems or [], "status": status})
+    resp.status_code = status
+    if status == 401:
+        resp.headers["WWW-Authenticate"] = 'Basic realm="Host Finder", charset="UTF-8"'
+    return resp
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(e.StoreError)
+    def _store_error(exc: e.StoreError) -> Response:
+        return error_response(status_of(exc), exc.message, exc.problems)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        return error_response(exc.code or 500, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _server_error(exc: Exception) -> Response:
+        log.exception("unexpected error")
+        return error_response(500, "internal error: the server could not complete the request; it has been logged")

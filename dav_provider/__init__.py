@@ -1,0 +1,2 @@
+"""The WebDAV front end: a WsgiDAV provider that projects the Host tree's display paths as files.
+It translates WebDAV to Host tree calls and store errors to DAV statuses; no rule lives here."""

@@ -1,0 +1,34 @@
+"""Builds the WsgiDAV application for /dav/ over the store."""
+from __future__ import annotations
+
+from typing import Any
+
+from wsgidav.wsgidav_app import WsgiDAVApp
+
+from dav_provider.auth import StoreDomainController
+from dav_provider.provider import HostDAVProvider
+from store.access import Door
+from store.db import Database
+
+MOUNT_PATH = "/dav"
+
+
+def build_dav_app(db: Database, door: Door) -> WsgiDAVApp:
+    config: dict[str, Any] = {
+        "mount_path": MOUNT_PATH,
+        "provider_mapping": {"/": HostDAVProvider(db)},
+        "http_authenticator": {
+            "domain_controller": StoreDomainController,
+            "accept_basic": True,
+            "accept_digest": False,
+            "default_to_digest": False,
+        },
+        "hostfinder": {"door": door},
+        "verbose": 1,
+        "logging": {"enable": False, "enable_loggers": []},
+        # The gateway writes its own access log line per request.
+        "dir_browser": {"enable": True, "response_trailer": "Host Finder"},
+        "lock_storage": True,
+        "property_manager": True,
+    }
+    return WsgiDAVApp(config)

@@ -1,0 +1,311 @@
+"""The `hostfinder` command: serve, migrate, admin, mount.
+
+Bad input and start-up failures print one sentence on stderr and exit 1, never a traceback."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway.config import DEFAULT_BIND, DEFAULT_DATA_DIR, Config, parse_bind
+from gateway.runtime import StartupError, StoreRuntime
+from store import admin
+from store.db import Database
+from store.errors import StoreError
+
+log = logging.getLogger("hostfinder")
+
+
+class CommandError(Exception):
+    """A sentence for stderr, exit status 1."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Options shared by every command that opens the store
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("store")
+    g.add_argument("--database-url", metavar="URL",
+                   help="use this PostgreSQL instead of the embedded one (env HOSTFINDER_DATABASE_URL)")
+    g.add_argument("--data-dir", metavar="DIR", type=Path,
+                   help=f"the embedded PostgreSQL's data directory (env HOSTFINDER_DATA_DIR; default ./{DEFAULT_DATA_DIR})")
+    g.add_argument("--pg-bindir", metavar="DIR",
+                   help="PostgreSQL server binaries for the embedded server (env HOSTFINDER_PG_BINDIR)")
+    g.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    config = Config()
+    if args.database_url:
+        config.database_url = args.database_url
+    if args.data_dir:
+        config.data_dir = args.data_dir
+    if args.pg_bindir:
+        config.pg_bindir = args.pg_bindir
+    config.data_dir = config.data_dir.absolute()
+    return config
+
+
+# ---------------------------------------------------------------------------------------------
+# serve
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.demo import ensure_demo
+    from gateway.server import Gateway, make_server
+
+    config = config_from(args)
+    try:
+        config.host, config.port = parse_bind(args.bind)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    config.threads, config.demo = args.threads, not args.no_demo
+    config.tls_cert, config.tls_key = args.tls_cert, args.tls_key
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise CommandError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+    for f in (config.tls_cert, config.tls_key):
+        if f and not Path(f).is_file():
+            raise CommandError(f"cannot read {f}: give the path of a PEM file")
+
+    # Bind first: a port in use should fail before anything is started or created.
+    server = make_server(_starting, config.host, config.port, threads=config.threads,
+                         tls_cert=config.tls_cert and str(config.tls_cert),
+                         tls_key=config.tls_key and str(config.tls_key))
+    try:
+        server.prepare()
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
+                           "the port may be in use: choose another with --bind HOST:PORT") from None
+    except Exception as exc:  # cheroot wraps TLS loading errors in several types
+        raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
+
+    _stop_on_sigterm()
+    runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4))
+    try:
+        db = runtime.open()
+        server.wsgi_app = Gateway(db)
+        login = ensure_demo(db, config) if config.demo else None
+        _announce(config, login)
+        try:
+            server.serve()
+        except KeyboardInterrupt:
+            pass
+        log.info("stopping")
+    finally:
+        server.stop()
+        runtime.close()
+    return 0
+
+
+def _starting(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    body = b"Host Finder is starting; try again in a moment.\n"
+    start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"),
+                                               ("Content-Length", str(len(body))), ("Retry-After", "2")])
+    return [body]
+
+
+def _stop_on_sigterm() -> None:
+    def raise_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, raise_interrupt)
+
+
+def _announce(config: Config, login: dict[str, Any] | None) -> None:
+    base = config.base_url
+    lines = [f"Host Finder is serving on {base}",
+             f"  WebDAV (Finder, Explorer, davfs2, rclone): {base}/dav/",
+             f"  HTTP API:                                  {base}/api/  (health: {base}/api/health)"]
+    if login:
+        lines.append(f"  Log in as {login['email']} with password {login['password']}")
+    lines.append("Press Ctrl-C to stop.")
+    print("\n".join(lines), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# migrate
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    runtime = StoreRuntime(config_from(args), migrate=False, pool_size=1)
+    try:
+        runtime.open()
+        from store import migrations
+        applied = migrations.migrate(runtime.conninfo)
+        print(json.dumps({"applied": applied, "schema_version": migrations.latest_version()}))
+    finally:
+        runtime.close()
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# admin: every subcommand prints one JSON object
+
+def _flag_pair(p: argparse.ArgumentParser, name: str, help_on: str) -> None:
+    dest = name.replace("-", "_")
+    p.add_argument(f"--{name}", dest=dest, action="store_true", default=None, help=help_on)
+    p.add_argument(f"--no-{name}", dest=dest, action="store_false", help=f"turn {name} off")
+
+
+def _grant_flags(p: argparse.ArgumentParser) -> None:
+    _flag_pair(p, "read-guild", "may read its guild's notes (default on)")
+    _flag_pair(p, "write-guild", "may write its guild's notes (default on)")
+    _flag_pair(p, "read-org", "may read organisation notes (default on)")
+    _flag_pair(p, "write-org", "may write organisation notes (default off)")
+
+
+def _grants(a: argparse.Namespace) -> dict[str, bool | None]:
+    return {k: getattr(a, k) for k in admin.GRANT_FLAGS}
+
+
+ADMIN: dict[tuple[str, str], tuple[str, Callable[[argparse.ArgumentParser], None],
+                                   Callable[[Database, argparse.Namespace], dict[str, Any]]]] = {
+    ("org", "create"): ("create an organisation",
+                        lambda p: p.add_argument("--name", required=True),
+                        lambda db, a: admin.create_org(db, name=a.name)),
+    ("guild", "create"): ("create a guild in an organisation",
+                          lambda p: (p.add_argument("--org", type=int, required=True),
+                                     p.add_argument("--name", required=True)),
+                          lambda db, a: admin.create_guild(db, org_id=a.org, name=a.name)),
+    ("agent", "create"): ("create an agent in a guild",
+                          lambda p: (p.add_argument("--org", type=int, required=True),
+                                     p.add_argument("--guild", type=int, required=True),
+                                     p.add_argument("--name", required=True),
+                                     p.add_argument("--task", default="", help="the standing task (Markdown)"),
+                                     _grant_flags(p)),
+                          lambda db, a: admin.create_agent(db, org_id=a.org, guild_id=a.guild, name=a.name,
+                                                           task=a.task, **_grants(a))),
+    ("agent", "set"): ("change an agent's name or note grants",
+                       lambda p: (p.add_argument("id", type=int), p.add_argument("--name"), _grant_flags(p)),
+                       lambda db, a: admin.set_agent(db, a.id, name=a.name, **_grants(a))),
+    ("user", "create"): ("create a user who can log in",
+                         lambda p: (p.add_argument("--email", required=True),
+                                    p.add_argument("--password", required=True),
+                                    p.add_argument("--name", default="")),
+                         lambda db, a: admin.create_user(db, email=a.email, password=a.password, name=a.name)),
+    ("member", "add"): ("make a user a member (operator) of an organisation",
+                        lambda p: (p.add_argument("--org", type=int, required=True),
+                                   p.add_argument("--email", required=True)),
+                        lambda db, a: admin.add_member(db, org_id=a.org, email=a.email)),
+    ("token", "create"): ("create an API token (shown once)",
+                          lambda p: (p.add_argument("--org", type=int, required=True),
+                                     (m := p.add_mutually_exclusive_group(required=True)),
+                                     m.add_argument("--member", metavar="EMAIL"),
+                                     m.add_argument("--service", action="store_true",
+                                                    help="the orchestrator's token for the organisation")),
+                          lambda db, a: admin.create_token(db, org_id=a.org, member_email=a.member,
+                                                           service=a.service)),
+    ("run", "create"): ("open a run for an agent (for run-owned provenance)",
+                        lambda p: (p.add_argument("--agent", type=int, required=True),
+                                   p.add_argument("--kind", required=True, choices=admin.RUN_KINDS),
+                                   p.add_argument("--status", default="running", choices=admin.RUN_STATUSES),
+                                   p.add_argument("--routine", help="the schedule's routine name")),
+                        lambda db, a: admin.create_run(db, agent_id=a.agent, kind=a.kind, status=a.status,
+                                                       routine=a.routine)),
+    ("run", "set"): ("change a run's status",
+                     lambda p: (p.add_argument("id", type=int),
+                                p.add_argument("--status", required=True, choices=admin.RUN_STATUSES)),
+                     lambda db, a: admin.set_run(db, a.id, status=a.status)),
+}
+
+
+def _bootstrap(db: Database, a: argparse.Namespace) -> dict[str, Any]:
+    return admin.bootstrap(db, org_name=a.name, email=a.email, password=a.password)
+
+
+def cmd_admin(args: argparse.Namespace) -> int:
+    runtime = StoreRuntime(config_from(args), pool_size=2)
+    try:
+        db = runtime.open()
+        result = args.admin_fn(db, args)
+    finally:
+        runtime.close()
+    print(json.dumps(result, default=str))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hostfinder",
+        description="Host Finder: an agent platform's notes, memory, scripts and collections as files "
+                    "(WebDAV, FUSE) and an HTTP API, over PostgreSQL.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("serve", help="run the gateway (WebDAV under /dav/, API under /api/)",
+                       description="Run the gateway. Without a database URL it starts a private PostgreSQL "
+                                   "in --data-dir and stops it on exit.")
+    p.add_argument("--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"where to listen (default {DEFAULT_BIND})")
+    p.add_argument("--threads", type=int, default=16, help="worker threads (default 16)")
+    p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve HTTPS with this certificate (Windows Explorer needs HTTPS for Basic)")
+    p.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's private key")
+    p.add_argument("--no-demo", action="store_true", help="do not create the demo organisation on an empty store")
+    add_store_options(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("migrate", help="apply the schema migrations and exit",
+                       description="Apply sql/NNN_*.sql migrations not yet applied (serve does this at start-up).")
+    add_store_options(p)
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("admin", help="create and change organisations, guilds, agents, users, tokens, runs",
+                       description="Administration. Each subcommand prints one JSON object with its id.")
+    groups = p.add_subparsers(dest="admin_group", required=True, metavar="OBJECT")
+    by_group: dict[str, argparse._SubParsersAction] = {}
+    for (group, action), (help_text, add_args, fn) in ADMIN.items():
+        if group not in by_group:
+            gp = groups.add_parser(group, help=f"{group} commands", description=f"{group} commands")
+            by_group[group] = gp.add_subparsers(dest="admin_action", required=True, metavar="ACTION")
+        ap = by_group[group].add_parser(action, help=help_text, description=help_text)
+        add_args(ap)
+        add_store_options(ap)
+        ap.set_defaults(func=cmd_admin, admin_fn=fn)
+    bp = groups.add_parser("bootstrap", help="an organisation, guild, agent, user and tokens in one step",
+                           description="Create an organisation with a guild, an agent, a user with a password, "
+                                       "a member token and a service token; print them as one JSON object.")
+    bp.add_argument("--json", action="store_true", help="print JSON (the only format; accepted for scripts)")
+    bp.add_argument("--name", default="Bootstrap", help="the organisation's name")
+    bp.add_argument("--email", help="the user's email (default: a generated one)")
+    bp.add_argument("--password", help="the user's password (default: a generated one)")
+    add_store_options(bp)
+    bp.set_defaults(func=cmd_admin, admin_fn=_bootstrap)
+
+    p = sub.add_parser("mount", help="mount the tree with FUSE (Linux)",
+                       description="Mount the Host tree as USER sees it over WebDAV, in the foreground until "
+                                   "Ctrl-C, SIGTERM or fusermount3 -u.")
+    p.add_argument("mountpoint", type=Path, help="an empty directory")
+    p.add_argument("--user", required=True, metavar="EMAIL", help="whose view of the tree to mount")
+    p.add_argument("--org", type=int, help="only this organisation")
+    add_store_options(p)
+    p.set_defaults(func=cmd_mount)
+    return parser
+
+
+def cmd_mount(args: argparse.Namespace) -> int:
+    try:
+        from fuse_mount.command import run_mount
+    except ImportError as exc:
+        raise CommandError(f"the FUSE mount is not available ({exc}); install it with "
+                           "`pip install 'hostfinder[fuse]'` after `apt-get install fuse3 libfuse3-dev pkg-config`") from None
+    return run_mount(args, config_from(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("wsgidav").setLevel(logging.WARNING)
+    try:
+        return args.func(args)
+    except (CommandError, StartupError, StoreError) as exc:
+        print(f"hostfinder: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Finding and opening the store: an existing server (--database-url) or the embedded one.
+
+``StoreRuntime`` starts the embedded PostgreSQL when no URL is configured (or attaches to the one
+a running gateway already started on the same data directory), creates the database on first use,
+applies migrations and opens the pool. Closing it stops what it started, and nothing else."""
+from __future__ import annotations
+
+import logging
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from gateway.config import Config
+from gateway.postgres import EmbeddedPostgres, PostgresError
+from store import migrations
+from store.db import Database
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DB = "hostfinder"
+
+
+class StartupError(Exception):
+    """One sentence for stderr: what is wrong and what to do."""
+
+
+def describe_connect_error(url: str, exc: Exception) -> str:
+    safe = {k: v for k, v in conninfo_to_dict(url).items() if k != "password"} if _parsable(url) else {}
+    where = f"{safe.get('host', 'localhost')}:{safe.get('port', 5432)}/{safe.get('dbname', '')}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return (f"cannot connect to the database at {where} ({first}); check --database-url or "
+            "HOSTFINDER_DATABASE_URL, or leave it unset to use the embedded PostgreSQL")
+
+
+def _parsable(url: str) -> bool:
+    try:
+        conninfo_to_dict(url)
+        return True
+    except psycopg.ProgrammingError:
+        return False
+
+
+class StoreRuntime:
+    def __init__(self, config: Config, *, migrate: bool = True, pool_size: int | None = None) -> None:
+        self.config = config
+        self.migrate = migrate
+        self.pool_size = pool_size or config.pool_size
+        self.pg: EmbeddedPostgres | None = None
+        self.db: Database | None = None
+        self.conninfo = ""
+        self.created_database = False
+
+    def open(self) -> Database:
+        try:
+            self.conninfo = self._conninfo()
+            if self.migrate:
+                migrations.migrate(self.conninfo)
+            self.db = Database(self.conninfo, min_size=1, max_size=self.pool_size).open()
+            return self.db
+        except PostgresError as exc:
+            self.close()
+            raise StartupError(str(exc)) from None
+        except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
+            self.close()
+            raise StartupError(describe_connect_error(self.conninfo or self.config.database_url or "", exc)) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _conninfo(self) -> str:
+        if self.config.database_url:
+            if not _parsable(self.config.database_url):
+                raise StartupError(f"--database-url {self.config.database_url!r} is not a PostgreSQL URL"
+                                   " (for example postgresql://user:password@host:5432/dbname)")
+            with psycopg.connect(self.config.database_url, connect_timeout=10):
+                pass
+            return self.config.database_url
+        self.pg = EmbeddedPostgres(self.config.data_dir, bindir=self.config.pg_bindir)
+        attached = self.pg.attach()
+        if attached:
+            log.info("using the PostgreSQL already running on %s", self.config.data_dir)
+            self.pg = None  # not ours to stop
+            server = attached
+        else:
+            server = self.pg.start()
+        with psycopg.connect(server, autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DB,)).fetchone()
+            if not exists:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(EMBEDDED_DB)))
+                self.created_database = True
+        return make_conninfo(server, dbname=EMBEDDED_DB)
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        if self.pg is not None:
+            self.pg.stop()
+            self.pg = None
+
+    def __enter__(self) -> Database:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,87 @@
+"""One WSGI application for the whole gateway and the cheroot server that runs it.
+
+/dav/... goes to WsgiDAV, /api/... to Flask, / redirects a browser to /dav/. Every request leaves
+one access-log line: method, path, status, milliseconds, user. A server error is logged with its
+traceback and answered with a short message, never the traceback."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from cheroot import wsgi
+from cheroot.ssl.builtin import BuiltinSSLAdapter
+
+from api import create_app
+from dav_provider.app import MOUNT_PATH, build_dav_app
+from store.access import PRINCIPAL_KEY, Door
+from store.db import Database
+
+access_log = logging.getLogger("hostfinder.access")
+log = logging.getLogger(__name__)
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class Gateway:
+    """The composed WSGI application: routes by path prefix and logs each request."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.door = Door(db)
+        self.api = create_app(db, door=self.door)
+        self.dav = build_dav_app(db, self.door)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.perf_counter()
+        status_holder: list[str] = []
+
+        def recording_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            status_holder[:] = [status]
+            return start_response(status, headers, exc_info)
+
+        path = environ.get("PATH_INFO", "")
+        if path == MOUNT_PATH or path.startswith(MOUNT_PATH + "/"):
+            # WsgiDAV expects its mount path in SCRIPT_NAME, as a path dispatcher would set it.
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + MOUNT_PATH
+            environ["PATH_INFO"] = path[len(MOUNT_PATH):] or "/"
+            app: WSGIApp = self.dav
+        elif path.startswith("/api/") or path == "/api":
+            app = self.api
+        else:
+            app = _root
+        result = app(environ, recording_start_response)
+        try:
+            yield from result
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            principal = environ.get(PRINCIPAL_KEY)
+            access_log.info('%s %s %s %.1fms %s', environ.get("REQUEST_METHOD"), path,
+                            (status_holder or ["-"])[0].split(" ")[0], (time.perf_counter() - started) * 1000,
+                            principal.name if principal else "-")
+
+
+def _root(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    if environ.get("PATH_INFO") in ("", "/"):
+        start_response("302 Found", [("Location", MOUNT_PATH + "/"), ("Content-Length", "0")])
+        return [b""]
+    body = b"Not found. The files are under /dav/ and the API under /api/.\n"
+    start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8"),
+                                     ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def make_server(app: WSGIApp, host: str, port: int, *, threads: int = 16,
+                tls_cert: str | None = None, tls_key: str | None = None) -> wsgi.Server:
+    """A cheroot server, not yet bound. ``server.prepare()`` binds (raising OSError when the port
+    is taken), ``server.serve()`` runs until ``server.stop()``."""
+    server = wsgi.Server((host, port), app, numthreads=threads, server_name="hostfinder",
+                         request_queue_size=64, timeout=60)
+    # Finder and davfs2 keep connections open; cheroot's default 'max' would cap concurrency.
+    server.max_request_body_size = 0
+    if tls_cert:
+        server.ssl_adapter = BuiltinSSLAdapter(str(tls_cert), str(tls_key))
+    return server

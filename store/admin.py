@@ -1,0 +1,168 @@
+"""What the orchestrator owns, created and changed by ``hostfinder admin``: organisations, guilds,
+agents, users, memberships, tokens and runs. Each function returns the created row as a dict."""
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from store.access import hash_password, new_token
+from store.db import Conn, Database, on_constraint
+from store.errors import Conflict, Invalid, NotFound
+
+GRANT_FLAGS = ("read_guild", "write_guild", "read_org", "write_org")
+RUN_KINDS = ("chat", "schedule", "studio", "group", "manual")
+RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+
+on_constraint("users_email", lambda d: Conflict("a user with that email already exists"))
+on_constraint("memberships_pkey", lambda d: Conflict("that user is already a member of the organisation"))
+
+
+def create_org(db: Database, *, name: str) -> dict[str, Any]:
+    with db.transaction() as conn:
+        return conn.execute("INSERT INTO organisations (name) VALUES (%s) RETURNING id, name, created_at",
+                            (name,)).fetchone()
+
+
+def create_guild(db: Database, *, org_id: int, name: str) -> dict[str, Any]:
+    with db.transaction() as conn:
+        _require(conn, "organisations", org_id, "organisation")
+        return conn.execute("INSERT INTO guilds (org_id, name) VALUES (%s, %s) RETURNING id, org_id, name",
+                            (org_id, name)).fetchone()
+
+
+def create_agent(db: Database, *, org_id: int, guild_id: int, name: str, task: str = "",
+                 **grants: bool | None) -> dict[str, Any]:
+    flags = {k: v for k, v in grants.items() if v is not None}
+    _check_flags(flags)
+    with db.transaction() as conn:
+        guild = conn.execute("SELECT org_id FROM guilds WHERE id = %s", (guild_id,)).fetchone()
+        if guild is None or guild["org_id"] != org_id:
+            raise NotFound(f"unknown guild {guild_id} in organisation {org_id}")
+        cols = ["org_id", "guild_id", "name", "task", "task_version", *flags]
+        vals = [org_id, guild_id, name, task, 1 if task else 0, *flags.values()]
+        return conn.execute(
+            f"INSERT INTO agents ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(vals))})"
+            " RETURNING id, org_id, guild_id, name, task, read_guild, write_guild, read_org, write_org",
+            vals).fetchone()
+
+
+def set_agent(db: Database, agent_id: int, *, name: str | None = None, **grants: bool | None) -> dict[str, Any]:
+    flags = {k: v for k, v in grants.items() if v is not None}
+    _check_flags(flags)
+    if name is not None:
+        flags["name"] = name
+    with db.transaction() as conn:
+        _require(conn, "agents", agent_id, "agent")
+        if flags:
+            sets = ", ".join(f"{k} = %s" for k in flags)  # keys are checked names, values are bound
+            conn.execute(f"UPDATE agents SET {sets} WHERE id = %s", [*flags.values(), agent_id])
+        return conn.execute("SELECT id, org_id, guild_id, name, read_guild, write_guild, read_org, write_org"
+                            " FROM agents WHERE id = %s", (agent_id,)).fetchone()
+
+
+def create_user(db: Database, *, email: str, password: str, name: str = "") -> dict[str, Any]:
+    if "@" not in email[1:]:
+        raise Invalid(f"{email!r} is not an email address", ["email: expected an address such as ada@example.com"])
+    if len(password) < 8:
+        raise Invalid("the password is too short: use at least 8 characters", ["password: at least 8 characters"])
+    with db.transaction() as conn:
+        return conn.execute("INSERT INTO users (email, name, password_hash) VALUES (%s, %s, %s)"
+                            " RETURNING id, email, name", (email, name or email.split("@")[0],
+                                                           hash_password(password))).fetchone()
+
+
+def add_member(db: Database, *, org_id: int, email: str) -> dict[str, Any]:
+    with db.transaction() as conn:
+        _require(conn, "organisations", org_id, "organisation")
+        user = conn.execute("SELECT id FROM users WHERE lower(email) = lower(%s)", (email,)).fetchone()
+        if user is None:
+            raise NotFound(f"no user has the email {email}; create one with `hostfinder admin user create`")
+        conn.execute("INSERT INTO memberships (org_id, user_id) VALUES (%s, %s)", (org_id, user["id"]))
+        return {"org_id": org_id, "user_id": user["id"], "email": email}
+
+
+def create_token(db: Database, *, org_id: int, member_email: str | None = None,
+                 service: bool = False) -> dict[str, Any]:
+    """A new token; the secret is in the result and is never shown again."""
+    if service == (member_email is not None):
+        raise Invalid("say either --member EMAIL or --service", ["give exactly one of member or service"])
+    secret, digest, prefix = new_token()
+    with db.transaction() as conn:
+        _require(conn, "organisations", org_id, "organisation")
+        user_id = None
+        if member_email is not None:
+            row = conn.execute("SELECT m.user_id FROM memberships m JOIN users u ON u.id = m.user_id"
+                               " WHERE m.org_id = %s AND lower(u.email) = lower(%s)", (org_id, member_email)).fetchone()
+            if row is None:
+                raise NotFound(f"{member_email} is not a member of organisation {org_id}")
+            user_id = row["user_id"]
+        row = conn.execute("INSERT INTO api_tokens (org_id, kind, user_id, token_hash, prefix)"
+                           " VALUES (%s, %s, %s, %s, %s) RETURNING id, org_id, kind, user_id, prefix",
+                           (org_id, "service" if service else "member", user_id, digest, prefix)).fetchone()
+    return {**row, "token": secret}
+
+
+def create_run(db: Database, *, agent_id: int, kind: str, status: str = "running",
+               routine: str | None = None) -> dict[str, Any]:
+    _check_choice("kind", kind, RUN_KINDS)
+    _check_choice("status", status, RUN_STATUSES)
+    with db.transaction() as conn:
+        agent = conn.execute("SELECT org_id FROM agents WHERE id = %s", (agent_id,)).fetchone()
+        if agent is None:
+            raise NotFound(f"unknown agent {agent_id}")
+        schedule_id = None
+        if routine:
+            schedule_id = conn.execute(
+                "INSERT INTO schedules (org_id, agent_id, name) VALUES (%s, %s, %s)"
+                " ON CONFLICT (agent_id, name) DO UPDATE SET name = EXCLUDED.name RETURNING id",
+                (agent["org_id"], agent_id, routine)).fetchone()["id"]
+        row = conn.execute("INSERT INTO runs (org_id, agent_id, kind, status, schedule_id)"
+                           " VALUES (%s, %s, %s, %s, %s) RETURNING id, org_id, agent_id, kind, status, created_at",
+                           (agent["org_id"], agent_id, kind, status, schedule_id)).fetchone()
+    return {**row, "routine": routine}
+
+
+def set_run(db: Database, run_id: int, *, status: str) -> dict[str, Any]:
+    _check_choice("status", status, RUN_STATUSES)
+    with db.transaction() as conn:
+        row = conn.execute("UPDATE runs SET status = %s, updated_at = now() WHERE id = %s"
+                           " RETURNING id, org_id, agent_id, kind, status", (status, run_id)).fetchone()
+        if row is None:
+            raise NotFound(f"unknown run {run_id}")
+        return row
+
+
+def bootstrap(db: Database, *, org_name: str = "Bootstrap", email: str | None = None,
+              password: str | None = None) -> dict[str, Any]:
+    """An organisation with a guild, an agent (default note grants), a member with a password, a
+    member token and a service token: what tests and scripts start from."""
+    email = email or f"operator-{secrets.token_hex(4)}@example.com"
+    password = password or secrets.token_urlsafe(12)
+    org = create_org(db, name=org_name)
+    guild = create_guild(db, org_id=org["id"], name="Research")
+    agent = create_agent(db, org_id=org["id"], guild_id=guild["id"], name="Scout")
+    user = create_user(db, email=email, password=password)
+    add_member(db, org_id=org["id"], email=email)
+    member = create_token(db, org_id=org["id"], member_email=email)
+    service = create_token(db, org_id=org["id"], service=True)
+    return {"org_id": org["id"], "guild_id": guild["id"], "agent_id": agent["id"], "user_id": user["id"],
+            "email": email, "password": password, "member_token": member["token"],
+            "service_token": service["token"]}
+
+
+def _require(conn: Conn, table: str, row_id: int, what: str) -> None:
+    # table names come from this module only
+    if conn.execute(f"SELECT 1 FROM {table} WHERE id = %s", (row_id,)).fetchone() is None:
+        raise NotFound(f"unknown {what} {row_id}")
+
+
+def _check_flags(flags: dict[str, Any]) -> None:
+    bad = [k for k in flags if k not in GRANT_FLAGS]
+    if bad:
+        raise Invalid(f"unknown grant flags {bad}", [f"{k}: not one of {', '.join(GRANT_FLAGS)}" for k in bad])
+
+
+def _check_choice(field: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        msg = f"{field} {value!r} is not one of {', '.join(allowed)}"
+        raise Invalid(msg, [msg])

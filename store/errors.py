@@ -1,0 +1,76 @@
+"""The store's errors: a small closed set, each carrying a sentence for a person and its problems.
+
+Front ends translate these in one table each (api/errors.py, dav_provider/errors.py,
+fuse_mount/errors.py), as rclone's mount translates its VFS errors in one switch. The store never
+names an HTTP status, a DAV status or an errno.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class StoreError(Exception):
+    """Base of every refusal the store gives. ``str(exc)`` is the sentence a person or a model reads:
+    what was asked, why it was refused, and what would work."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems: list[str] = list(problems)
+
+
+class Unauthenticated(StoreError):
+    """No credentials, or wrong ones."""
+
+
+class NotFound(StoreError):
+    """Nothing there, or nothing the caller may know is there (another organisation's ids, an
+    unreadable collection): both read the same so that ids reveal nothing."""
+
+
+class Forbidden(StoreError):
+    """The caller may see the thing but not do this to it (a write with read access)."""
+
+
+class ReadOnly(Forbidden):
+    """The thing is read-only by nature (collections in the tree, the memory archive)."""
+
+
+class NotANote(StoreError):
+    """A name that cannot be a note, a script or a side file (a folder, a .txt file...)."""
+
+
+class Invalid(StoreError):
+    """Arguments of the wrong shape or values that break a rule; ``problems`` lists every one."""
+
+
+class Conflict(StoreError):
+    """The write contradicts the current state (a unique value held by another record, a name taken)."""
+
+
+class AlreadyExists(Conflict):
+    """The target name is taken and the caller asked not to replace it."""
+
+
+class Embedded(Conflict):
+    """A live task embeds the note; ``tasks`` names each embedding task's display path."""
+
+    def __init__(self, message: str, tasks: Sequence[str]) -> None:
+        super().__init__(message, problems=[f"embedded by {t}" for t in tasks])
+        self.tasks = list(tasks)
+
+
+class TooLarge(StoreError):
+    """A body over its size cap."""
+
+
+class LimitReached(StoreError):
+    """A count cap (live artifacts per owner, records per collection, collections per organisation)."""
+
+
+class PreconditionFailed(StoreError):
+    """A conditional write whose condition (version, etag) no longer holds."""
+
+
+class Locked(StoreError):
+    """A lease held by someone else covers the path."""

@@ -1,0 +1,73 @@
+"""Applies sql/NNN_name.sql in order, each in its own transaction, under an advisory lock.
+
+Two gateways starting together both call ``migrate``; the advisory lock makes the second wait and
+then find nothing left to do. Applied files are recorded in ``schema_migrations``.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from importlib import resources
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+# An arbitrary constant naming this project's migration lock (pg_advisory_lock takes a bigint).
+_LOCK_KEY = 0x486F737446696E64  # "HostFind"
+_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+def available() -> list[tuple[int, str, str]]:
+    """(number, file name, SQL) for every migration shipped in the sql package, in order."""
+    out = []
+    for entry in resources.files("sql").iterdir():
+        m = _NAME.match(entry.name)
+        if m:
+            out.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    out.sort()
+    numbers = [n for n, _, _ in out]
+    if len(set(numbers)) != len(numbers):
+        raise RuntimeError(f"two migrations share a number: {sorted(numbers)}")
+    return out
+
+
+def latest_version() -> int:
+    files = available()
+    return files[-1][0] if files else 0
+
+
+def current_version(conn: psycopg.Connection) -> int:
+    """The highest applied migration, 0 for an empty database."""
+    row = conn.execute(
+        "SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
+    present = row["present"] if isinstance(row, dict) else row[0]
+    if not present:
+        return 0
+    row = conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations").fetchone()
+    return row["v"] if isinstance(row, dict) else row[0]
+
+
+def migrate(conninfo: str) -> list[str]:
+    """Bring the database at ``conninfo`` up to date; return the names of the files applied."""
+    applied: list[str] = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        try:
+            conn.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
+                                version integer PRIMARY KEY,
+                                name text NOT NULL,
+                                applied_at timestamptz NOT NULL DEFAULT now())""")
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for number, name, sql in available():
+                if number in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(sql)
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                                 (number, name))
+                log.info("applied migration %s", name)
+                applied.append(name)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+    return applied

@@ -1,0 +1,209 @@
+"""Display paths: the one vocabulary of names shared by the tools, the Host tree and provenance.
+
+    org/<org_id>/<note>.md                               organisation note
+    org/<org_id>/guilds/<guild_id>/<note>.md             guild note
+    org/<org_id>/agents/<agent_id>/task.md               the standing task (agents.task)
+    org/<org_id>/agents/<agent_id>/memory.md             the memory artifact
+    org/<org_id>/agents/<agent_id>/<note>.md             agent note
+    org/<org_id>/agents/<agent_id>/scripts/<name>        agent script
+    org/<org_id>/agents/<agent_id>/history-archive/<stamp>-<source>.md
+    org/<org_id>/collections/<name>                      a collection
+    org/<org_id>/collections/<name>/<id>                 a record
+
+Parsing never touches the database: it says what a path would name, and the modules that own
+each family decide whether it exists and who may reach it.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+from store.errors import Invalid, NotFound
+
+Level = Literal["agent", "guild", "org"]
+LEVELS: tuple[Level, ...] = ("agent", "guild", "org")
+
+RESERVED_AGENT_KEYS = frozenset({"task.md", "memory.md"})
+MAX_KEY_LENGTH = 255
+
+# A script is sandbox Python: a plain file name ending in .py, so that editors' side files and
+# notes can never be taken for one.
+SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,124}\.py$")
+COLLECTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}(?:\d{6})?Z)-([a-z0-9][a-z0-9-]{0,40})\.md$")
+_ID = re.compile(r"^[1-9][0-9]{0,18}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def nfc(text: str) -> str:
+    """Finder sends names in NFD; every lookup and every stored key is NFC."""
+    return unicodedata.normalize("NFC", text)
+
+
+def key_problem(key: object) -> str | None:
+    """Why ``key`` cannot be a note key, or None when it can. A key is one .md file name."""
+    if not isinstance(key, str) or not key:
+        return "a note key is a file name ending in .md, such as findings.md"
+    if "/" in key or "\\" in key:
+        return (f"the key {key!r} contains a '/': notes are flat, so a key is one file name "
+                "ending in .md with no folder, such as findings.md")
+    if not key.endswith(".md") or key == ".md":
+        return f"the key {key!r} does not end in .md: a note key is a Markdown file name such as findings.md"
+    if key.startswith("."):
+        return f"the key {key!r} starts with a dot: a note key is a visible file name such as findings.md"
+    if _CONTROL.search(key):
+        return f"the key {key!r} contains a control character"
+    if len(key) > MAX_KEY_LENGTH:
+        return f"the key is {len(key)} characters long; at most {MAX_KEY_LENGTH} are allowed"
+    return None
+
+
+def check_note_key(key: object, level: Level) -> str:
+    """The NFC key, or Invalid saying why it cannot name a note at ``level``."""
+    problem = key_problem(key)
+    if problem:
+        raise Invalid(problem, [problem])
+    key = nfc(key)  # type: ignore[arg-type]
+    if level == "agent" and key in RESERVED_AGENT_KEYS:
+        tool = "memory_write" if key == "memory.md" else "the operator's task editor"
+        msg = (f"the key {key!r} is reserved at the agent root ({' and '.join(sorted(RESERVED_AGENT_KEYS))}); "
+               f"use {tool} for it, or choose another key")
+        raise Invalid(msg, [msg])
+    return key
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+def owner_prefix(org_id: int, level: Level, owner_id: int | None = None) -> str:
+    if level == "org":
+        return f"org/{org_id}/"
+    if level == "guild":
+        return f"org/{org_id}/guilds/{owner_id}/"
+    return f"org/{org_id}/agents/{owner_id}/"
+
+
+def note_path(org_id: int, level: Level, owner_id: int | None, key: str) -> str:
+    return owner_prefix(org_id, level, owner_id) + key
+
+
+def task_path(org_id: int, agent_id: int) -> str:
+    return f"org/{org_id}/agents/{agent_id}/task.md"
+
+
+def memory_path(org_id: int, agent_id: int) -> str:
+    return f"org/{org_id}/agents/{agent_id}/memory.md"
+
+
+def script_path(org_id: int, agent_id: int, name: str) -> str:
+    return f"org/{org_id}/agents/{agent_id}/scripts/{name}"
+
+
+def history_path(org_id: int, agent_id: int, name: str) -> str:
+    return f"org/{org_id}/agents/{agent_id}/history-archive/{name}"
+
+
+def collection_path(org_id: int, name: str) -> str:
+    return f"org/{org_id}/collections/{name}"
+
+
+def record_path(org_id: int, collection: str, record_id: int) -> str:
+    return f"org/{org_id}/collections/{collection}/{record_id}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+Family = Literal["note", "task", "memory", "script", "history", "collection", "record"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a display path names. ``owner_id`` is the agent or guild id for agent- and guild-level
+    paths; ``name`` is the note key, script name, history file, collection name."""
+
+    family: Family
+    org_id: int
+    level: Level
+    owner_id: int | None
+    name: str
+    record_id: int | None = None
+
+    @property
+    def path(self) -> str:
+        if self.family == "collection":
+            return collection_path(self.org_id, self.name)
+        if self.family == "record":
+            return record_path(self.org_id, self.name, self.record_id or 0)
+        if self.family == "script":
+            return script_path(self.org_id, self.owner_id or 0, self.name)
+        if self.family == "history":
+            return history_path(self.org_id, self.owner_id or 0, self.name)
+        return note_path(self.org_id, self.level, self.owner_id, self.name)
+
+
+def _id(text: str) -> int | None:
+    return int(text) if _ID.match(text) else None
+
+
+def parse(path: object) -> Target:
+    """Parse a display path. Raises NotFound for anything that is not one (a display path names
+    something or nothing; there is no 'malformed' answer a model could act on differently)."""
+    if not isinstance(path, str) or not path:
+        raise Invalid("path must be a display path such as org/1/agents/2/notes.md",
+                      ["path: expected a display path string"])
+    raw = nfc(path.strip()).strip("/")
+    parts = raw.split("/")
+    unknown = NotFound(f"unknown path {path}: no note, task, memory, script or record has that display path")
+    if len(parts) < 3 or parts[0] != "org" or (org_id := _id(parts[1])) is None:
+        raise unknown
+    rest = parts[2:]
+    if len(rest) == 1 and rest[0] not in ("agents", "guilds", "collections"):
+        return Target("note", org_id, "org", None, rest[0])
+    head = rest[0]
+    if head == "guilds" and len(rest) == 3 and (gid := _id(rest[1])) is not None:
+        return Target("note", org_id, "guild", gid, rest[2])
+    if head == "agents" and len(rest) >= 3 and (aid := _id(rest[1])) is not None:
+        if len(rest) == 3:
+            name = rest[2]
+            family: Family = "task" if name == "task.md" else "memory" if name == "memory.md" else "note"
+            return Target(family, org_id, "agent", aid, name)
+        if len(rest) == 4 and rest[2] == "scripts":
+            return Target("script", org_id, "agent", aid, rest[3])
+        if len(rest) == 4 and rest[2] == "history-archive":
+            return Target("history", org_id, "agent", aid, rest[3])
+    if head == "collections" and len(rest) in (2, 3) and COLLECTION_NAME.match(rest[1]):
+        if len(rest) == 2:
+            return Target("collection", org_id, "org", None, rest[1])
+        rid = _id(rest[2].removesuffix(".json"))
+        if rid is not None:
+            return Target("record", org_id, "org", None, rest[1], rid)
+    raise unknown
+
+
+# ---------------------------------------------------------------------------------------------
+# Clients' side files: names that editors and file managers write beside the files they touch.
+# They are accepted into the per-user scratch area and never become notes.
+
+SIDE_FILE_PATTERNS: tuple[str, ...] = (
+    "._*", ".DS_Store", ".localized", "Thumbs.db", "desktop.ini", "~$*", ".~lock.*#", "*.swp", "*.swx",
+    "*.swo", ".*.sw?", "*~", "4913", "*.tmp", ".goutputstream-*", ".sb-*", "*.vsctmp", ".#*", "#*#",
+    "*.crdownload", ".fuse_hidden*", ".nfs*", ".Spotlight-V100", ".Trashes", ".fseventsd",
+    ".TemporaryItems", ".apdisk", "*.bak", "*.orig", ".*.kate-swp", "*.part", ".~*", "~*.tmp",
+    "*.md.tmp.*", ".*.tmp", ".*.md.*", "*.md.sb-*",
+)
+_SIDE_RE = re.compile("|".join(fnmatch.translate(p) for p in SIDE_FILE_PATTERNS))
+# vim probes whether it may write in a folder with numbered names 4913, 5036, 5159, ... (4913 + k*123).
+_VIM_PROBE = re.compile(r"^\d{4,5}$")
+
+
+def is_side_file(name: str) -> bool:
+    """True for an editor's or file manager's side file (._x, .DS_Store, x.swp, x~, 4913...)."""
+    if _SIDE_RE.fullmatch(name):
+        return True
+    if _VIM_PROBE.match(name) and (int(name) - 4913) % 123 == 0:
+        return True
+    return False

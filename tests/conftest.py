@@ -1,0 +1,149 @@
+"""Fixtures: one private PostgreSQL per test session, a migrated template, a fresh database per test,
+and the real gateway on a free port.
+
+Set HOSTFINDER_TEST_DATABASE_URL to use an existing server instead of starting one (the role must
+be allowed to create databases)."""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import requests
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from gateway.postgres import EmbeddedPostgres
+from gateway.server import Gateway, make_server
+from store import admin, migrations
+from store.db import Database
+
+TEMPLATE = "hf_template"
+_counter = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A libpq conninfo for a maintenance database on the session's server."""
+    url = os.environ.get("HOSTFINDER_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    # Not under pytest's tmp_path: that is private to root, and the server runs as an
+    # unprivileged user when the suite runs as root.
+    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-test-pg-"))
+    pg = EmbeddedPostgres(data_dir, settings={
+        "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "300"})
+    try:
+        yield pg.start()
+    finally:
+        pg.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server: str) -> str:
+    """A database migrated once; each test's database is cloned from it."""
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(TEMPLATE)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+    migrations.migrate(make_conninfo(pg_server, dbname=TEMPLATE))
+    return TEMPLATE
+
+
+def create_database(pg_server: str, template: str, name: str | None = None) -> str:
+    name = name or f"hf_test_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+    return make_conninfo(pg_server, dbname=name)
+
+
+def drop_database(pg_server: str, conninfo: str) -> None:
+    name = psycopg.conninfo.conninfo_to_dict(conninfo)["dbname"]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def db_url(pg_server: str, template_db: str) -> Iterator[str]:
+    """A fresh, migrated database for this test alone."""
+    url = create_database(pg_server, template_db)
+    yield url
+    drop_database(pg_server, url)
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    database = Database(db_url, min_size=1, max_size=40).open()
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def boot(db: Database) -> dict[str, Any]:
+    """`hostfinder admin bootstrap`: org, guild, agent, user with password, member and service tokens."""
+    return admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    url: str
+    db: Database
+    gateway: Gateway
+
+    def session(self, *, basic: tuple[str, str] | None = None, bearer: str | None = None) -> requests.Session:
+        s = requests.Session()
+        if basic:
+            s.auth = basic
+        if bearer:
+            s.headers["Authorization"] = f"Bearer {bearer}"
+        return s
+
+
+def start_gateway(db: Database, *, threads: int = 8) -> tuple[RunningServer, Any]:
+    """The real gateway WSGI app on a real cheroot server on a free port, in a thread."""
+    gateway = Gateway(db)
+    port = free_port()
+    server = make_server(gateway, "127.0.0.1", port, threads=threads)
+    server.prepare()
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    return RunningServer(f"http://127.0.0.1:{port}", db, gateway), server
+
+
+@pytest.fixture
+def server(db: Database) -> Iterator[RunningServer]:
+    running, srv = start_gateway(db)
+    yield running
+    srv.stop()
+
+
+@pytest.fixture
+def operator(server: RunningServer, boot: dict[str, Any]) -> requests.Session:
+    """A session logged in as the bootstrap organisation's member (Basic, email and password)."""
+    return server.session(basic=(boot["email"], boot["password"]))
+
+
+@pytest.fixture
+def service(server: RunningServer, boot: dict[str, Any]) -> requests.Session:
+    """A session with the bootstrap organisation's service token (the orchestrator)."""
+    return server.session(bearer=boot["service_token"])
+
+
+REPO = Path(__file__).resolve().parent.parent

@@ -1,0 +1,222 @@
+"""The `hostfinder` command as a person meets it: start-up paths, failures, admin subcommands."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import requests
+
+from tests.conftest import REPO, free_port
+
+PY = sys.executable
+
+
+def hostfinder(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "gateway", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Under /tmp with a traversable parent: as root the embedded server runs as another user.
+    parent = Path(tempfile.mkdtemp(prefix="hostfinder-cli-"))
+    parent.chmod(0o755)
+    yield parent / "data"
+    subprocess.run(["rm", "-rf", str(parent)], check=False)
+
+
+class Serve:
+    """`hostfinder serve` in a subprocess, read line by line until it announces its URLs."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen([PY, "-m", "gateway", "serve", "--bind", f"127.0.0.1:{self.port}", *args],
+                                     cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})
+        self.url = f"http://localhost:{self.port}"
+
+    def wait_ready(self, timeout: float) -> tuple[float, str]:
+        start = time.monotonic()
+        out = []
+        while time.monotonic() - start < timeout:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"serve exited early: {self.proc.wait()} {self.proc.stderr.read()}")
+            out.append(line)
+            if line.startswith("Press Ctrl-C"):
+                break
+        r = requests.get(f"{self.url}/api/health", timeout=5)
+        assert r.status_code == 200 and r.json()["ok"] is True
+        return time.monotonic() - start, "".join(out)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+def postgres_processes(data_dir: Path) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", str(data_dir)], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "postgres" in line and "pgrep" not in line]
+
+
+def test_every_subcommand_has_help() -> None:
+    commands = [[], ["serve"], ["migrate"], ["mount"], ["admin"], ["admin", "bootstrap"],
+                ["admin", "org", "create"], ["admin", "guild", "create"], ["admin", "agent", "create"],
+                ["admin", "agent", "set"], ["admin", "user", "create"], ["admin", "member", "add"],
+                ["admin", "token", "create"], ["admin", "run", "create"], ["admin", "run", "set"]]
+    for cmd in commands:
+        r = hostfinder(*cmd, "--help")
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert "usage: hostfinder" in r.stdout
+
+
+def test_first_run_creates_the_store_and_a_demo_and_restarts_fast(data_dir: Path) -> None:
+    first = Serve("--data-dir", str(data_dir))
+    try:
+        took, out = first.wait_ready(timeout=30)
+        assert f"{first.url}/dav/" in out and f"{first.url}/api/" in out
+        assert "Log in as demo@hostfinder.local with password" in out
+        email, password = out.split("Log in as ")[1].split("\n")[0].split(" with password ")
+        r = requests.request("PROPFIND", f"{first.url}/dav/", headers={"Depth": "1"}, auth=(email, password))
+        assert r.status_code == 207
+    finally:
+        assert first.stop() == 0
+    assert postgres_processes(data_dir) == [], "Ctrl-C/SIGTERM must leave no postgres process"
+
+    second = Serve("--data-dir", str(data_dir))
+    try:
+        took, out = second.wait_ready(timeout=5)
+        # The demo is not created twice, and its login is still shown.
+        assert f"Log in as {email} with password {password}" in out
+    finally:
+        assert second.stop(signal.SIGINT) == 0
+    assert postgres_processes(data_dir) == []
+
+
+def test_a_stale_postmaster_pid_does_not_block_the_next_start(data_dir: Path) -> None:
+    r = hostfinder("migrate", "--data-dir", str(data_dir))
+    assert r.returncode == 0, r.stderr
+    pidfile = data_dir / "pgdata" / "postmaster.pid"
+    assert not pidfile.exists()
+    # What a killed run leaves behind: a pid file naming a process that no longer exists.
+    dead = subprocess.Popen(["true"]); dead.wait()
+    pidfile.write_text(f"{dead.pid}\n{data_dir / 'pgdata'}\n1700000000\n5432\n/tmp\n\n  5432001  0\nready\n")
+    s = Serve("--data-dir", str(data_dir), "--no-demo")
+    try:
+        s.wait_ready(timeout=30)
+    finally:
+        assert s.stop() == 0
+
+
+def test_database_url_uses_an_existing_server(pg_server: str, template_db: str, data_dir: Path) -> None:
+    from tests.conftest import create_database, drop_database
+    url = create_database(pg_server, "template0")
+    try:
+        s = Serve("--database-url", url, "--data-dir", str(data_dir))
+        try:
+            _, out = s.wait_ready(timeout=30)
+            assert "Log in as demo@hostfinder.local" in out
+        finally:
+            assert s.stop() == 0
+        assert not data_dir.exists(), "with a database URL nothing is created in the data directory"
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*) FROM organisations").fetchone()[0] == 1
+    finally:
+        drop_database(pg_server, url)
+
+
+@pytest.mark.parametrize("args, env, says", [
+    (["--database-url", "postgresql://nobody@127.0.0.1:1/none"], {}, "cannot connect to the database at 127.0.0.1:1/none"),
+    (["--database-url", "not a url at all"], {}, "is not a PostgreSQL URL"),
+    (["--data-dir", "/proc/hostfinder"], {}, "cannot create data directory /proc/hostfinder"),
+    ([], {"HOSTFINDER_PG_BINDIR": "/nonexistent/bin"}, "/nonexistent/bin"),
+    (["--bind", "127.0.0.1:http"], {}, "is not HOST:PORT"),
+    (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"], {}, "cannot read /nonexistent.pem"),
+])
+def test_start_up_failures_say_one_sentence_and_exit_1(args, env, says, data_dir: Path) -> None:
+    if "--data-dir" not in args:
+        args = [*args, "--data-dir", str(data_dir)]
+    r = hostfinder("serve", "--bind", f"127.0.0.1:{free_port()}", *args, env=env, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert says in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().startswith("hostfinder: ")
+
+
+def test_a_port_in_use_fails_before_anything_is_created(data_dir: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = hostfinder("serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(data_dir))
+    assert r.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--bind" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not data_dir.exists()
+
+
+def test_a_failed_first_initdb_leaves_nothing_that_blocks_the_next_try(data_dir: Path) -> None:
+    # initdb fails when it cannot load its locale... simplest reliable failure: an unusable bindir.
+    fake = data_dir.parent / "fakebin"
+    fake.mkdir()
+    for tool in ("initdb", "postgres", "pg_ctl"):
+        (fake / tool).write_text("#!/bin/sh\necho broken >&2\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    r = hostfinder("migrate", "--data-dir", str(data_dir), env={"HOSTFINDER_PG_BINDIR": str(fake)})
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    r = hostfinder("migrate", "--data-dir", str(data_dir))
+    assert r.returncode == 0, r.stderr
+
+
+def test_admin_commands_print_one_json_object(pg_server: str, template_db: str) -> None:
+    from tests.conftest import create_database, drop_database
+    url = create_database(pg_server, template_db)
+    try:
+        def admin(*args: str) -> dict:
+            r = hostfinder("admin", *args, "--database-url", url)
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout)
+
+        boot = admin("bootstrap", "--json")
+        assert {"org_id", "guild_id", "agent_id", "email", "password", "member_token", "service_token"} <= boot.keys()
+        org = admin("org", "create", "--name", "Acme")
+        guild = admin("guild", "create", "--org", str(org["id"]), "--name", "Sales")
+        agent = admin("agent", "create", "--org", str(org["id"]), "--guild", str(guild["id"]), "--name", "Closer",
+                      "--task", "Close deals.", "--write-org", "--no-read-guild")
+        assert (agent["read_guild"], agent["write_guild"], agent["read_org"], agent["write_org"]) == (False, True, True, True)
+        agent = admin("agent", "set", str(agent["id"]), "--no-write-org")
+        assert agent["write_org"] is False and agent["read_guild"] is False
+        user = admin("user", "create", "--email", "bo@example.com", "--password", "a long password")
+        assert "password" not in user and "password_hash" not in user
+        admin("member", "add", "--org", str(org["id"]), "--email", "bo@example.com")
+        token = admin("token", "create", "--org", str(org["id"]), "--member", "bo@example.com")
+        assert token["token"].startswith("hf_") and token["kind"] == "member"
+        service = admin("token", "create", "--org", str(org["id"]), "--service")
+        assert service["kind"] == "service"
+        run = admin("run", "create", "--agent", str(agent["id"]), "--kind", "schedule", "--routine", "morning")
+        assert run["status"] == "running" and run["routine"] == "morning"
+        assert admin("run", "set", str(run["id"]), "--status", "succeeded")["status"] == "succeeded"
+
+        r = hostfinder("admin", "member", "add", "--org", str(org["id"]), "--email", "ghost@example.com",
+                       "--database-url", url)
+        assert r.returncode == 1 and "no user has the email ghost@example.com" in r.stderr
+        r = hostfinder("admin", "user", "create", "--email", "bo@example.com", "--password", "another one!",
+                       "--database-url", url)
+        assert r.returncode == 1 and "already exists" in r.stderr and "Traceback" not in r.stderr
+    finally:
+        drop_database(pg_server, url)
