@@ -44,7 +44,7 @@ def config_from(args: argparse.Namespace) -> Config:
     if args.database_url:
         config.database_url = args.database_url
     if args.data_dir:
-        config.data_dir = args.data_dir
+        config.data_dir, config.data_dir_explicit = args.data_dir, True
     if args.pg_bindir:
         config.pg_bindir = args.pg_bindir
     config.data_dir = config.data_dir.absolute()
@@ -96,6 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             pass
         log.info("stopping")
     finally:
+        # A second Ctrl-C or SIGTERM must not interrupt the clean-up half-way.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         server.stop()
         runtime.close()
     return 0

@@ -15,6 +15,8 @@ class Config:
 
     database_url: str | None = field(default_factory=lambda: os.environ.get("HOSTFINDER_DATABASE_URL") or None)
     data_dir: Path = field(default_factory=lambda: Path(os.environ.get("HOSTFINDER_DATA_DIR") or DEFAULT_DATA_DIR))
+    # Given by --data-dir or HOSTFINDER_DATA_DIR: then it is used as it is, never moved.
+    data_dir_explicit: bool = field(default_factory=lambda: bool(os.environ.get("HOSTFINDER_DATA_DIR")))
     pg_bindir: str | None = field(default_factory=lambda: os.environ.get("HOSTFINDER_PG_BINDIR") or None)
     host: str = "127.0.0.1"
     port: int = 8080

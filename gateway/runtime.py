@@ -6,6 +6,9 @@ applies migrations and opens the pool. Closing it stops what it started, and not
 from __future__ import annotations
 
 import logging
+import os
+import re
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
@@ -19,6 +22,33 @@ from store.db import Database
 log = logging.getLogger(__name__)
 
 EMBEDDED_DB = "hostfinder"
+# Where root's default data directory goes when the server user could not reach ./.hostfinder
+# (a checkout under /root, say): PostgreSQL refuses to run as root, and we never widen the
+# permissions of a person's folders.
+ROOT_FALLBACK = Path("/var/lib/hostfinder")
+
+
+def usable_data_dir(config: Config) -> Path:
+    """The data directory to use: the configured one, except that as root a default one whose
+    parents the unprivileged server user cannot traverse moves under /var/lib/hostfinder."""
+    wanted = config.data_dir.absolute()
+    if os.geteuid() != 0 or config.data_dir_explicit or _traversable_by_others(wanted.parent):
+        return wanted
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", str(wanted).strip("/")) or "default"
+    fallback = ROOT_FALLBACK / slug
+    log.warning("the PostgreSQL server user cannot enter %s; keeping the embedded data in %s instead"
+                " (give --data-dir to choose)", wanted.parent, fallback)
+    return fallback
+
+
+def _traversable_by_others(path: Path) -> bool:
+    for p in (path, *path.parents):
+        try:
+            if p.exists() and not os.stat(p).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 class StartupError(Exception):
@@ -76,6 +106,7 @@ class StoreRuntime:
             with psycopg.connect(self.config.database_url, connect_timeout=10):
                 pass
             return self.config.database_url
+        self.config.data_dir = usable_data_dir(self.config)
         self.pg = EmbeddedPostgres(self.config.data_dir, bindir=self.config.pg_bindir)
         attached = self.pg.attach()
         if attached:

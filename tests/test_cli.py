@@ -220,3 +220,18 @@ def test_admin_commands_print_one_json_object(pg_server: str, template_db: str) 
         assert r.returncode == 1 and "already exists" in r.stderr and "Traceback" not in r.stderr
     finally:
         drop_database(pg_server, url)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's server runs as another user")
+def test_as_root_a_default_data_dir_the_server_user_cannot_reach_moves_to_var_lib() -> None:
+    private = Path(tempfile.mkdtemp(prefix="hostfinder-private-"))  # mode 0700, like /root
+    try:
+        r = subprocess.run([PY, "-m", "gateway", "migrate"], cwd=private, capture_output=True, text=True,
+                           timeout=60, env={k: v for k, v in os.environ.items() if k != "HOSTFINDER_DATA_DIR"})
+        assert r.returncode == 0, r.stderr
+        assert "keeping the embedded data in /var/lib/hostfinder/" in r.stderr
+        assert not (private / ".hostfinder").exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(private)], check=False)
+        slug = str(private).strip("/").replace("/", "-") + "-.hostfinder"
+        subprocess.run(["rm", "-rf", f"/var/lib/hostfinder/{slug}"], check=False)
