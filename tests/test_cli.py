@@ -235,3 +235,24 @@ def test_as_root_a_default_data_dir_the_server_user_cannot_reach_moves_to_var_li
         subprocess.run(["rm", "-rf", str(private)], check=False)
         slug = str(private).strip("/").replace("/", "-") + "-.hostfinder"
         subprocess.run(["rm", "-rf", f"/var/lib/hostfinder/{slug}"], check=False)
+
+
+def test_tls_serves_https_with_the_given_certificate(data_dir: Path) -> None:
+    data_dir.parent.joinpath("tls").mkdir()
+    cert, key = data_dir.parent / "tls" / "cert.pem", data_dir.parent / "tls" / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    s = Serve("--data-dir", str(data_dir), "--no-demo", "--tls-cert", str(cert), "--tls-key", str(key))
+    try:
+        start = time.monotonic()
+        line = ""
+        while not line.startswith("Host Finder is serving"):
+            line = s.proc.stdout.readline()
+            assert line and time.monotonic() - start < 30, s.proc.stderr.read()
+        assert line.strip() == f"Host Finder is serving on https://localhost:{s.port}"
+        r = requests.get(f"https://localhost:{s.port}/api/health", verify=str(cert), timeout=5)
+        assert r.status_code == 200 and r.json()["ok"] is True
+        with pytest.raises(requests.exceptions.ConnectionError):
+            requests.get(f"http://localhost:{s.port}/api/health", timeout=5)
+    finally:
+        assert s.stop() == 0
