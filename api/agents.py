@@ -1,6 +1,100 @@
-"""(to be written)"""
+"""The operator's task routes and State.
+
+    GET  /api/agents/<id>/task             the standing task {display_path, task, version, updated_at, updated_by}
+    PUT  /api/agents/<id>/task             body {"task": "..."} or the Markdown itself (text/markdown);
+                                           optional If-Match: <version> refuses a stale save with 412
+    GET  /api/agents/<id>/task/revisions   previous saves, newest first (at most 50)
+    GET  /api/agents/<id>/state            State: the task with embeds expanded, memory, note grants,
+                                           granted collections (members and the service token)
+
+Task routes are for members; every route answers 404 for an agent of another organisation.
+"""
 from __future__ import annotations
 
-from flask import Blueprint
+from datetime import datetime
+from typing import Any
+
+from flask import Blueprint, jsonify, request
+
+from api.auth import principal, requires
+from api.context import db, json_body
+from store import state, tasks
+from store.agents import load_agent
+from store.errors import Invalid
 
 bp = Blueprint("agents", __name__)
+
+
+def jsonable(value: Any) -> Any:
+    """Datetimes as ISO 8601 (Flask's default is an HTTP date), recursively."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def _if_match() -> int | None:
+    value = request.headers.get("If-Match")
+    if value is None:
+        return None
+    text = value.strip().removeprefix("W/").strip('"')
+    if not text.isdigit():
+        msg = f"If-Match must be the task's version number, such as \"3\"; got {value!r}"
+        raise Invalid(msg, [msg])
+    return int(text)
+
+
+def _task_text() -> str:
+    mimetype = request.mimetype or ""
+    if mimetype.startswith("text/"):
+        raw = request.get_data(cache=True)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Invalid("the task is not valid UTF-8 text", ["body: expected UTF-8 Markdown"]) from None
+    body = json_body()
+    if not isinstance(body, dict) or not isinstance(body.get("task"), str):
+        msg = 'send the task as JSON {"task": "..."} or as the Markdown itself with Content-Type: text/markdown'
+        raise Invalid(msg, ["task: required (string)"])
+    extra = sorted(set(body) - {"task"})
+    if extra:
+        msg = f"unknown fields {', '.join(extra)}; the body is {{\"task\": \"...\"}}"
+        raise Invalid(msg, [f"{k}: unknown field" for k in extra])
+    return body["task"]
+
+
+@bp.get("/api/agents/<int:agent_id>/task")
+@requires("user")
+def get_task(agent_id: int):  # type: ignore[no-untyped-def]
+    with db().connection() as conn:
+        agent = load_agent(conn, agent_id, principal().org_ids)
+        return jsonify(jsonable(tasks.read_task(conn, agent.org_id, agent.id)))
+
+
+@bp.put("/api/agents/<int:agent_id>/task")
+@requires("user")
+def put_task(agent_id: int):  # type: ignore[no-untyped-def]
+    text, if_version = _task_text(), _if_match()
+    with db().transaction() as conn:
+        agent = load_agent(conn, agent_id, principal().org_ids)
+        result = tasks.write_task(conn, agent.org_id, agent.id, text, principal().actor, if_version=if_version)
+    return jsonify(jsonable(result))
+
+
+@bp.get("/api/agents/<int:agent_id>/task/revisions")
+@requires("user")
+def get_task_revisions(agent_id: int):  # type: ignore[no-untyped-def]
+    with db().connection() as conn:
+        agent = load_agent(conn, agent_id, principal().org_ids)
+        return jsonify(jsonable({"revisions": tasks.task_revisions(conn, agent.org_id, agent.id)}))
+
+
+@bp.get("/api/agents/<int:agent_id>/state")
+@requires("user", "service")
+def get_state(agent_id: int):  # type: ignore[no-untyped-def]
+    with db().connection() as conn:
+        agent = load_agent(conn, agent_id, principal().org_ids)
+        return jsonify(jsonable(state.get_state(conn, agent)))

@@ -1,6 +1,57 @@
-"""(to be written)"""
+"""Provenance routes (members only), restricted to the caller's organisations.
+
+    GET  /api/file-changes?display_path=…[&limit=N]    {"changes": [...]} newest first
+    GET  /api/file-changes/latest?display_paths=a,b     {"latest": {path: change | null}}
+    POST /api/file-changes/latest  {"display_paths": [...]}   the same, for long lists
+"""
 from __future__ import annotations
 
-from flask import Blueprint
+from flask import Blueprint, jsonify, request
+
+from api.agents import jsonable
+from api.auth import principal, requires
+from api.context import db, json_body
+from store import files
+from store.errors import Invalid
 
 bp = Blueprint("file_changes", __name__)
+
+
+@bp.get("/api/file-changes")
+@requires("user")
+def history():  # type: ignore[no-untyped-def]
+    path = request.args.get("display_path", "")
+    problems = []
+    if not path.strip():
+        problems.append("display_path: required, such as org/1/agents/2/plan.md")
+    limit_text = request.args.get("limit", "100")
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= files.MAX_HISTORY:
+        problems.append(f"limit: a whole number from 1 to {files.MAX_HISTORY}; got {limit_text!r}")
+    if problems:
+        raise Invalid("file-changes query rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+    with db().connection() as conn:
+        rows = files.history(conn, principal().org_ids, path, limit=int(limit_text))
+    return jsonify(jsonable({"changes": rows}))
+
+
+def _latest(paths: object):  # type: ignore[no-untyped-def]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p.strip() for p in paths):
+        msg = "display_paths: send one or more display paths (a comma-separated list, or a JSON array in a POST)"
+        raise Invalid(msg, [msg])
+    with db().connection() as conn:
+        result = files.latest(conn, principal().org_ids, paths)
+    return jsonify(jsonable({"latest": result}))
+
+
+@bp.get("/api/file-changes/latest")
+@requires("user")
+def latest_get():  # type: ignore[no-untyped-def]
+    raw = request.args.get("display_paths", "")
+    return _latest([p for p in raw.split(",") if p.strip()])
+
+
+@bp.post("/api/file-changes/latest")
+@requires("user")
+def latest_post():  # type: ignore[no-untyped-def]
+    body = json_body()
+    return _latest(body.get("display_paths") if isinstance(body, dict) else None)

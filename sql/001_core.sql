@@ -162,9 +162,13 @@ CREATE TABLE artifacts (
     updated_by       text,
     deleted_at       timestamptz,
     -- Full-text vector: a note's key and body; a record's id and values (search_blob, no keys).
+    -- A note's key is searchable as words ('launch-plan.md' indexes launch and plan): the 'simple'
+    -- parser reads 'plan.md' as one host-like token, so the .md suffix is dropped and '-', '_' and
+    -- '.' become spaces before parsing.
     search           tsvector GENERATED ALWAYS AS (
         CASE kind
-            WHEN 'note' THEN to_tsvector('simple', replace(key, '-', ' ') || ' ' || coalesce(content, ''))
+            WHEN 'note' THEN to_tsvector('simple', translate(regexp_replace(key, '\.md$', ''), '-_.', '   ')
+                                                   || ' ' || coalesce(content, ''))
             WHEN 'object' THEN to_tsvector('simple', key || ' ' || coalesce(search_blob, ''))
         END) STORED,
     FOREIGN KEY (guild_id, org_id) REFERENCES guilds (id, org_id) ON DELETE CASCADE,

@@ -47,7 +47,7 @@ TOOLS: dict[str, Tool] = {}
 _FAMILIES = ("store.notes", "store.memory", "store.scripts", "store.records")
 
 
-def tool(name: str, description: str = "", **args: Arg) -> Callable[[ToolFn], ToolFn]:
+def tool(name: str, description: str = "", /, **args: Arg) -> Callable[[ToolFn], ToolFn]:
     def register(fn: ToolFn) -> ToolFn:
         TOOLS[name] = Tool(name, fn, args, description or (fn.__doc__ or "").strip().split("\n")[0])
         return fn

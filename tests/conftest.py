@@ -41,13 +41,25 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # Not under pytest's tmp_path: that is private to root, and the server runs as an
     # unprivileged user when the suite runs as root.
     data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-test-pg-"))
-    pg = EmbeddedPostgres(data_dir, settings={
+    pg = EmbeddedPostgres(data_dir, bindir=_test_bindir(), settings={
         "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "300"})
     try:
         yield pg.start()
     finally:
         pg.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _test_bindir() -> str | None:
+    """The suite runs on the OLDEST PostgreSQL here (Debian's 15 in CI) while `serve` and the CLI
+    tests use the newest (the wheel's 18), so the SQL is exercised at both ends of the supported
+    range. HOSTFINDER_TEST_PG_BINDIR chooses explicitly."""
+    explicit = os.environ.get("HOSTFINDER_TEST_PG_BINDIR")
+    if explicit:
+        return explicit
+    system = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"),
+                    key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    return str(system[0].parent) if system else None
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,102 @@
+"""File-change queries: the provenance strip's history and latest change per path.
+
+    history(conn, org_ids, display_path, *, limit=100) -> list[dict]
+        newest first; each row {display_path, operation, version, actor_type, actor_id, actor_name,
+        run_id, tool_call_id, tool_name, created_at}, plus run: {agent_id, guild_id, kind, status,
+        routine} for a run-owned change (routine = the schedule's name, or null).
+    latest(conn, org_ids, display_paths) -> dict[str, dict | None]
+        the newest change per path (recorded: true); a path with no recorded change but a live row
+        falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
+        version, created_at = when it was saved); None when neither exists.
+
+Only rows of ``org_ids`` (the caller's organisations) are read: a path of another organisation
+answers as unknown.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from store.db import Conn
+from store.errors import Invalid, NotFound
+from store.paths import nfc
+
+MAX_PATHS = 200
+MAX_HISTORY = 1000
+_ORG = re.compile(r"^org/([1-9][0-9]{0,18})/")
+
+_SELECT = """
+SELECT fc.id, fc.display_path, fc.operation, fc.version, fc.actor_type, fc.actor_id, fc.actor_name,
+       fc.run_id, fc.tool_call_id, fc.tool_name, fc.created_at,
+       r.agent_id AS run_agent_id, ra.guild_id AS run_guild_id, r.kind AS run_kind,
+       r.status AS run_status, s.name AS run_routine
+  FROM file_changes fc
+  LEFT JOIN runs r ON r.id = fc.run_id
+  LEFT JOIN agents ra ON ra.id = r.agent_id
+  LEFT JOIN schedules s ON s.id = r.schedule_id
+"""
+
+
+def path_org(path: str) -> int | None:
+    m = _ORG.match(path)
+    return int(m.group(1)) if m else None
+
+
+def _shape(row: dict) -> dict[str, Any]:
+    out = {k: row[k] for k in ("display_path", "operation", "version", "actor_type", "actor_id", "actor_name",
+                               "run_id", "tool_call_id", "tool_name", "created_at")}
+    if row["run_id"] is not None:
+        out["run"] = {"agent_id": row["run_agent_id"], "guild_id": row["run_guild_id"], "kind": row["run_kind"],
+                      "status": row["run_status"], "routine": row["run_routine"]}
+    return out
+
+
+def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100) -> list[dict]:
+    path = nfc(display_path.strip().strip("/"))
+    if path_org(path) not in org_ids:
+        raise NotFound(f"unknown path {display_path}: no file of your organisations has that display path")
+    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s) ORDER BY fc.id DESC LIMIT %s",
+                        (path, list(org_ids), min(max(limit, 1), MAX_HISTORY))).fetchall()
+    return [_shape(r) for r in rows]
+
+
+def latest(conn: Conn, org_ids: Collection[int], display_paths: Sequence[str]) -> dict[str, dict | None]:
+    if len(display_paths) > MAX_PATHS:
+        msg = f"{len(display_paths)} display paths asked at once; send at most {MAX_PATHS} per call"
+        raise Invalid(msg, [msg])
+    asked = {p: nfc(p.strip().strip("/")) for p in display_paths}
+    paths = sorted({p for p in asked.values() if path_org(p) in org_ids})
+    found: dict[str, dict] = {}
+    if paths:
+        rows = conn.execute(
+            "SELECT DISTINCT ON (fc.display_path) " + _SELECT.strip().removeprefix("SELECT")
+            + " WHERE fc.display_path = ANY(%s) AND fc.org_id = ANY(%s) ORDER BY fc.display_path, fc.id DESC",
+            (paths, list(org_ids))).fetchall()
+        found = {r["display_path"]: {**_shape(r), "recorded": True} for r in rows}
+    missing = [p for p in paths if p not in found]
+    if missing:
+        for r in conn.execute(
+                """SELECT display_path, version, updated_at, updated_by FROM artifacts
+                    WHERE display_path = ANY(%(p)s) AND org_id = ANY(%(o)s) AND deleted_at IS NULL
+                   UNION ALL
+                   SELECT 'org/' || org_id || '/agents/' || id || '/task.md', task_version, task_updated_at,
+                          task_updated_by
+                     FROM agents
+                    WHERE org_id = ANY(%(o)s) AND task_version > 0
+                      AND id = ANY(%(ids)s) AND 'org/' || org_id || '/agents/' || id || '/task.md' = ANY(%(p)s)""",
+                {"p": missing, "o": list(org_ids), "ids": _task_agent_ids(missing)}).fetchall():
+            found[r["display_path"]] = {
+                "display_path": r["display_path"], "recorded": False, "operation": None, "version": r["version"],
+                "actor_type": None, "actor_id": None, "actor_name": r["updated_by"], "run_id": None,
+                "tool_call_id": None, "tool_name": None, "created_at": r["updated_at"]}
+    return {original: found.get(norm) for original, norm in asked.items()}
+
+
+def _task_agent_ids(paths: Sequence[str]) -> list[int]:
+    out = []
+    for p in paths:
+        m = re.match(r"^org/\d+/agents/([1-9][0-9]{0,18})/task\.md$", p)
+        if m:
+            out.append(int(m.group(1)))
+    return out

@@ -1,0 +1,172 @@
+"""Embeds: what counts as one, expansion for State, and the Host rule on delete and move."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from store import admin, embeds, notes, scripts, tasks
+from store.access import SYSTEM, Actor
+from store.agents import load_agent
+from store.errors import Embedded
+
+OP = Actor("user", 1, "ada@example.com")
+
+
+def test_embeds_in_code_spans_fences_and_indented_code_do_not_count() -> None:
+    text = """# Task
+Use ![[org/1/a.md]] and ![[ org/1/b.md ]] twice: ![[org/1/a.md]].
+Not `![[org/1/code-span.md]]`, not \\![[org/1/escaped.md]].
+
+```
+![[org/1/fenced.md]]
+```
+
+~~~md
+![[org/1/tilde.md]]
+~~~
+
+    ![[org/1/indented.md]]
+
+- item ![[org/1/c.md]]
+> quoted ![[org/1/d.md]]
+
+| col |
+| --- |
+| ![[org/1/e.md]] |
+"""
+    assert embeds.find_embeds(text) == ["org/1/a.md", "org/1/b.md", "org/1/c.md", "org/1/d.md", "org/1/e.md"]
+    assert embeds.find_embeds("![[]] ![[a\nb]] ![[x]") == []
+
+
+def _setup(db, boot):
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "org", None, "style.md", "Be brief. ![[org/%d/deep.md]]" % org, SYSTEM)
+        notes.write_note(conn, org, "org", None, "deep.md", "Deep body ![[org/%d/deeper.md]]" % org, SYSTEM)
+        notes.write_note(conn, org, "org", None, "deeper.md", "too deep", SYSTEM)
+        conn.execute("INSERT INTO artifact_collections (org_id, name, purpose) VALUES (%s, 'leads', 'sales leads')",
+                     (org,))
+        scripts.write_script(conn, org, agent, "x.py", "print()", SYSTEM)
+    with db.connection() as conn:
+        return load_agent(conn, agent, {org})
+
+
+def test_expand_task_inlines_one_nested_hop_and_marks_the_rest(db, boot) -> None:
+    agent = _setup(db, boot)
+    org = boot["org_id"]
+    other = admin.bootstrap(db, org_name="Other")
+    task = (f"Start. ![[org/{org}/style.md]] Table: ![[org/{org}/collections/leads]]. "
+            f"Missing: ![[org/{org}/nope.md]]. Script: ![[org/{org}/agents/{agent.id}/scripts/x.py]]. "
+            f"Foreign: ![[org/{other['org_id']}/x.md]]. Code: `![[org/{org}/style.md]]`")
+    with db.connection() as conn:
+        out = embeds.expand_task(conn, agent, task)
+    assert out == (
+        "Start. Be brief. Deep body [embed not expanded: org/%(o)d/deeper.md; only one nested level is inlined] "
+        "Table: leads. Missing: [embed missing: org/%(o)d/nope.md does not exist]. "
+        "Script: [embed unreadable: org/%(o)d/agents/%(a)d/scripts/x.py is a script; only notes and collections "
+        "are embedded]. Foreign: [embed unreadable: org/%(f)d/x.md belongs to another organisation]. "
+        "Code: `![[org/%(o)d/style.md]]`") % {"o": org, "a": agent.id, "f": other["org_id"]}
+
+
+def test_expansion_does_not_depend_on_note_grants(db, boot) -> None:
+    agent = _setup(db, boot)
+    admin.set_agent(db, agent.id, read_org=False, read_guild=False)
+    with db.connection() as conn:
+        agent = load_agent(conn, agent.id, {boot["org_id"]})
+        assert embeds.expand_task(conn, agent, f"![[org/{boot['org_id']}/deeper.md]]") == "too deep"
+
+
+def test_the_64_kb_budget_cuts_with_a_visible_marker(db, boot) -> None:
+    org = boot["org_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "org", None, "a.md", "a" * 40_000, SYSTEM)
+        notes.write_note(conn, org, "org", None, "b.md", "b" * 40_000, SYSTEM)
+        notes.write_note(conn, org, "org", None, "c.md", "c", SYSTEM)
+        agent = load_agent(conn, boot["agent_id"], {org})
+        out = embeds.expand_task(conn, agent, f"![[org/{org}/a.md]]|![[org/{org}/b.md]]|![[org/{org}/c.md]]|"
+                                              f"![[org/{org}/collections/none]]")
+    a, b, c, d = out.split("|")
+    assert a == "a" * 40_000
+    assert b == "b" * (embeds.EMBED_BUDGET - 40_000) + \
+        f"[embed budget of 64 KB reached: the rest of org/{org}/b.md is not inlined]"
+    assert c == f"[embed budget of 64 KB used up: org/{org}/c.md not inlined]"
+    assert d == f"[embed missing: org/{org}/collections/none does not exist]"
+
+
+def test_delete_or_move_of_an_embedded_note_is_refused_naming_every_task(db, boot) -> None:
+    org, guild = boot["org_id"], boot["guild_id"]
+    second = admin.create_agent(db, org_id=org, guild_id=guild, name="Second")
+    path = f"org/{org}/guilds/{guild}/brief.md"
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "brief.md", "b", SYSTEM)
+        notes.write_note(conn, org, "guild", guild, "free.md", "f", SYSTEM)
+        tasks.write_task(conn, org, boot["agent_id"], f"Read ![[{path}]]", OP)
+        tasks.write_task(conn, org, second["id"], f"Also ![[{path}]]; code `![[org/{org}/guilds/{guild}/free.md]]`",
+                         OP)
+    expected = (f"cannot delete {path}: the task org/{org}/agents/{boot['agent_id']}/task.md, "
+                f"org/{org}/agents/{second['id']}/task.md embeds it (![[{path}]]); remove the embed from the task "
+                "first, then try again")
+    with pytest.raises(Embedded) as err, db.transaction() as conn:
+        notes.delete_note(conn, org, "guild", guild, "brief.md", OP)
+    assert err.value.message == expected
+    assert err.value.tasks == [f"org/{org}/agents/{boot['agent_id']}/task.md", f"org/{org}/agents/{second['id']}/task.md"]
+    with pytest.raises(Embedded), db.transaction() as conn:
+        notes.move_note(conn, (org, "guild", guild, "brief.md"), (org, "guild", guild, "renamed.md"), OP,
+                        replace=False)
+    # replacing an embedded note by moving another onto it is refused too
+    with pytest.raises(Embedded), db.transaction() as conn:
+        notes.move_note(conn, (org, "guild", guild, "free.md"), (org, "guild", guild, "brief.md"), OP, replace=True)
+    # an embed inside a code span does not hold the note
+    with db.transaction() as conn:
+        notes.delete_note(conn, org, "guild", guild, "free.md", OP)
+    # once the tasks drop the embed, the delete goes through
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, boot["agent_id"], "nothing", OP)
+        tasks.write_task(conn, org, second["id"], "nothing", OP)
+        notes.delete_note(conn, org, "guild", guild, "brief.md", OP)
+
+
+def test_the_embed_check_sees_a_task_saved_a_moment_earlier(db, boot) -> None:
+    """A task save in flight holds the delete until it commits; the delete then sees it."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/agents/{agent}/keep.md"
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "agent", agent, "keep.md", "k", SYSTEM)
+    outcome: list[object] = []
+
+    def delete() -> None:
+        try:
+            with db.transaction() as conn:
+                notes.delete_note(conn, org, "agent", agent, "keep.md", OP)
+            outcome.append("deleted")
+        except Embedded as exc:
+            outcome.append(exc)
+
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, f"![[{path}]]", OP)
+        t = threading.Thread(target=delete)
+        t.start()
+        time.sleep(0.3)  # the delete is now waiting on the task's embed lock
+        assert outcome == []
+    t.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], Embedded)
+
+
+def test_move_keeps_identity_bumps_version_and_records_both_paths(db, boot) -> None:
+    org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
+    with db.transaction() as conn:
+        first = notes.write_note(conn, org, "agent", agent, "draft.md", "d", SYSTEM)
+        notes.write_note(conn, org, "guild", guild, "final.md", "old", SYSTEM)
+        moved = notes.move_note(conn, (org, "agent", agent, "draft.md"), (org, "guild", guild, "final.md"), OP,
+                                replace=True)
+    assert moved["id"] == first["id"] and moved["version"] == 2
+    assert moved["display_path"] == f"org/{org}/guilds/{guild}/final.md"
+    with db.connection() as conn:
+        assert notes.get_note(conn, org, "agent", agent, "draft.md") is None
+        assert notes.get_note(conn, org, "guild", guild, "final.md")["content"] == "d"
+        rows = conn.execute("SELECT display_path, operation, version FROM file_changes ORDER BY id DESC LIMIT 2"
+                            ).fetchall()
+    assert rows == [{"display_path": f"org/{org}/guilds/{guild}/final.md", "operation": "update", "version": 2},
+                    {"display_path": f"org/{org}/agents/{agent}/draft.md", "operation": "move", "version": 2}]

@@ -1,0 +1,53 @@
+"""Memory: the tools, revisions, the history archive, and that it is never deleted."""
+from __future__ import annotations
+
+from store import memory, paths, tools
+from store.access import SYSTEM, Principal
+
+
+def test_memory_tools_keep_every_previous_version_in_the_archive(db, boot, server, service) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    url = f"{server.url}/api/agents/{agent}/tools"
+    r = service.post(f"{url}/memory_get", json={})
+    assert r.json() == {"display_path": f"org/{org}/agents/{agent}/memory.md", "content": "", "version": 0,
+                        "updated_at": None, "updated_by": None}
+    assert service.post(f"{url}/memory_write", json={"content": "first"}).json()["version"] == 1
+    principal = Principal("service", None, "service", frozenset({org}))
+    assert tools.call(db, principal, agent, "memory_write", {"content": "second"})["version"] == 2
+    with db.transaction() as conn:
+        memory.write_memory(conn, org, agent, "third", SYSTEM, source="operator")
+    got = service.post(f"{url}/memory_get", json={}).json()
+    assert got["content"] == "third" and got["version"] == 3
+    assert tools.call(db, principal, agent, "memory_get", {})["content"] == "third"
+    with db.connection() as conn:
+        history = memory.list_history(conn, org, agent)
+        assert [(h["version"], h["source"]) for h in history] == [(2, "agent"), (1, "agent")]
+        for h in history:
+            assert paths.HISTORY_NAME.match(h["name"]) and h["display_path"].endswith("/history-archive/" + h["name"])
+        assert memory.read_history(conn, org, agent, history[1]["name"])["content"] == "first"
+        ops = conn.execute("SELECT operation, version FROM file_changes ORDER BY id").fetchall()
+    assert [(o["operation"], o["version"]) for o in ops] == [("create", 1), ("update", 2), ("update", 3)]
+    # the operator's version is archived as operator on the next write
+    with db.transaction() as conn:
+        memory.write_memory(conn, org, agent, "fourth", SYSTEM, source="agent")
+        assert memory.list_history(conn, org, agent)[0]["name"].endswith("-operator.md")
+    # memory is never deleted, and is not a note
+    r = service.post(f"{url}/note_delete", json={"path": f"org/{org}/agents/{agent}/memory.md"})
+    assert r.status_code == 422 and "memory is never deleted" in r.json()["error"]
+
+
+def test_memory_size_cap_and_argument_shape(server, boot, service) -> None:
+    url = f"{server.url}/api/agents/{boot['agent_id']}/tools/memory_write"
+    assert service.post(url, json={"content": "m" * 262_144}).status_code == 200
+    r = service.post(url, json={"content": "m" * 262_145})
+    assert r.status_code == 413 and r.json()["error"].startswith("memory is 262,145 bytes")
+    r = service.post(url, json={"text": "x"})
+    assert r.status_code == 422
+    assert r.json()["problems"] == ["text: unknown argument; memory_write takes content", "content: required (string)"]
+
+
+def test_unknown_history_names_are_not_found(db, boot) -> None:
+    import pytest
+    from store.errors import NotFound
+    with db.connection() as conn, pytest.raises(NotFound):
+        memory.read_history(conn, boot["org_id"], boot["agent_id"], "20990101T000000000000Z-agent.md")

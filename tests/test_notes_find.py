@@ -1,0 +1,92 @@
+"""note_find: ranking, levels, grants, limits, what never appears, and the index plan."""
+from __future__ import annotations
+
+import pytest
+
+from api.errors import status_of
+from store import admin, memory, note_search, notes, scripts, tools
+from store.access import SYSTEM, Principal
+from store.agents import load_agent
+from store.errors import StoreError
+
+
+@pytest.fixture
+def find(db, boot):
+    principal = Principal("service", None, "service", frozenset({boot["org_id"]}))
+
+    def run(**args):
+        try:
+            return 200, tools.call(db, principal, boot["agent_id"], "note_find", args)
+        except StoreError as exc:
+            return status_of(exc), {"error": exc.message, "problems": exc.problems}
+    return run
+
+
+def seed(db, boot) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "agent", agent, "pricing.md", "Pricing plan: pricing pricing for launch", SYSTEM)
+        notes.write_note(conn, org, "guild", guild, "launch-plan.md", "The launch date moved to May", SYSTEM)
+        notes.write_note(conn, org, "org", None, "handbook.md", "Pricing is set by finance", SYSTEM)
+        notes.write_note(conn, org, "agent", agent, "gone.md", "pricing that was deleted", SYSTEM)
+        notes.delete_note(conn, org, "agent", agent, "gone.md", SYSTEM)
+        memory.write_memory(conn, org, agent, "pricing in memory", SYSTEM, source="agent")
+        scripts.write_script(conn, org, agent, "pricing.py", "# pricing script", SYSTEM)
+
+
+def test_finds_ranked_hits_with_snippets_over_readable_levels(db, boot, find) -> None:
+    seed(db, boot)
+    status, body = find(query="pricing")
+    assert status == 200
+    hits = body["notes"]
+    org, agent = boot["org_id"], boot["agent_id"]
+    # deleted notes, memory and scripts never appear; the densest match ranks first
+    assert [h["display_path"] for h in hits] == [f"org/{org}/agents/{agent}/pricing.md", f"org/{org}/handbook.md"]
+    assert hits[0]["snippet"].startswith("**Pricing** plan")
+    assert set(hits[0]) == {"display_path", "level", "key", "snippet", "version", "updated_at"}
+    # the key is searchable too (hyphens split words), and websearch grammar works
+    assert [h["key"] for h in find(query="plan -pricing")[1]["notes"]] == ["launch-plan.md"]
+    assert [h["key"] for h in find(query='"launch date"')[1]["notes"]] == ["launch-plan.md"]
+    assert len(find(query="finance OR May")[1]["notes"]) == 2
+    assert [h["level"] for h in find(query="pricing", level="org")[1]["notes"]] == ["org"]
+    # read_org off: organisation notes drop out of the search, and asking for them is refused
+    admin.set_agent(db, agent, read_org=False)
+    assert [h["level"] for h in find(query="pricing")[1]["notes"]] == ["agent"]
+    status, body = find(query="pricing", level="org")
+    assert status == 403 and "read_org" in body["error"]
+
+
+def test_limit_default_maximum_and_bad_arguments(db, boot, find) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)
+                        SELECT %(o)s, 'note', 'agent', %(a)s, 'n' || i || '.md',
+                               'org/' || %(o)s || '/agents/' || %(a)s || '/n' || i || '.md', 'common word'
+                          FROM generate_series(1, 120) AS i""", {"o": org, "a": agent})
+    assert len(find(query="common")[1]["notes"]) == 20
+    assert len(find(query="common", limit=100)[1]["notes"]) == 100
+    status, body = find(query="  ", level="team", limit=101)
+    assert status == 422
+    assert body["problems"] == [
+        'query: give one or more words to search for, such as pricing OR "launch plan"',
+        "level: level 'team' is not one of agent, guild, org; leave it out to search every level this agent reads",
+        "limit: 101 is outside 1..100; the default is 20"]
+
+
+def test_note_find_over_10000_notes_answers_from_the_gin_index(db, boot) -> None:
+    org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
+    with db.transaction() as conn:
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
+                        SELECT %(o)s, 'note', 'guild', %(g)s, 'n' || i || '.md',
+                               'org/' || %(o)s || '/guilds/' || %(g)s || '/n' || i || '.md',
+                               'note number w' || i || ' about topic' || (i %% 50) || ' and shared words'
+                          FROM generate_series(1, 10000) AS i""", {"o": org, "g": guild})
+    with db.connection() as conn:
+        conn.execute("ANALYZE artifacts")
+        agent_row = load_agent(conn, agent, {org})
+        params = note_search.find_params(agent_row, "topic7 w4007", levels=["agent", "guild", "org"], limit=20)
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute("EXPLAIN " + note_search.FIND_SQL, params).fetchall())
+        hits = note_search.find_notes(conn, agent_row, "topic7 w4007", levels=["agent", "guild", "org"])
+    assert "artifacts_note_search" in plan, plan
+    assert "Seq Scan on artifacts" not in plan, plan
+    assert [h["key"] for h in hits] == ["n4007.md"]

@@ -1,0 +1,71 @@
+"""Provenance routes: history newest first, run expansion, latest per path with the live-row fallback."""
+from __future__ import annotations
+
+import json
+
+import psycopg
+
+from store import admin, notes
+from store.access import SYSTEM
+from store.provenance import CHANNEL
+
+
+def test_history_and_latest_over_http(server, db, db_url, boot, operator, service) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    run = admin.create_run(db, agent_id=agent, kind="schedule", routine="nightly digest")
+    tools = f"{server.url}/api/agents/{agent}/tools"
+    assert service.post(f"{tools}/note_write", json={"level": "guild", "key": "digest.md", "content": "1"}).ok
+    r = service.post(f"{tools}/note_write", json={"level": "guild", "key": "digest.md", "content": "2"},
+                     headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": "toolu_9"})
+    path = r.json()["display_path"]
+    r = operator.get(f"{server.url}/api/file-changes", params={"display_path": path})
+    assert r.status_code == 200
+    newest, oldest = r.json()["changes"]
+    assert {k: newest[k] for k in ("display_path", "operation", "version", "actor_type", "actor_id", "actor_name",
+                                   "run_id", "tool_call_id", "tool_name")} == {
+        "display_path": path, "operation": "update", "version": 2, "actor_type": "run", "actor_id": agent,
+        "actor_name": "Scout", "run_id": run["id"], "tool_call_id": "toolu_9", "tool_name": "note_write"}
+    assert newest["run"] == {"agent_id": agent, "guild_id": boot["guild_id"], "kind": "schedule",
+                             "status": "running", "routine": "nightly digest"}
+    assert oldest["operation"] == "create" and "run" not in oldest and oldest["actor_type"] == "agent"
+    assert newest["created_at"] >= oldest["created_at"]
+
+    # a live row with no recorded change falls back to its last-saved facts
+    with db.transaction() as conn:
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content, version, updated_by)
+                        VALUES (%s, 'note', 'org', 'seeded.md', %s, 'x', 4, 'importer')""", (org, f"org/{org}/seeded.md"))
+    other = admin.bootstrap(db, org_name="Other")
+    asked = [path, f"org/{org}/seeded.md", f"org/{org}/never.md", f"org/{other['org_id']}/x.md"]
+    got = operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": ",".join(asked)}).json()
+    posted = operator.post(f"{server.url}/api/file-changes/latest", json={"display_paths": asked}).json()
+    assert got == posted
+    latest = got["latest"]
+    assert latest[path]["recorded"] is True and latest[path]["version"] == 2 and latest[path]["run"]["kind"] == "schedule"
+    seeded = latest[f"org/{org}/seeded.md"]
+    assert (seeded["recorded"], seeded["actor_name"], seeded["version"]) == (False, "importer", 4)
+    assert seeded["created_at"]
+    assert latest[f"org/{org}/never.md"] is None and latest[f"org/{other['org_id']}/x.md"] is None
+
+    # another organisation's path is unknown; the service token does not reach these routes; bad queries are 422
+    r = operator.get(f"{server.url}/api/file-changes", params={"display_path": f"org/{other['org_id']}/x.md"})
+    assert r.status_code == 404
+    assert service.get(f"{server.url}/api/file-changes", params={"display_path": path}).status_code == 404
+    r = operator.get(f"{server.url}/api/file-changes", params={"limit": "x"})
+    assert r.status_code == 422 and len(r.json()["problems"]) == 2
+    assert operator.post(f"{server.url}/api/file-changes/latest", json={"display_paths": "a"}).status_code == 422
+
+
+def test_every_write_notifies_on_commit_only(db, db_url, boot) -> None:
+    org = boot["org_id"]
+    with psycopg.connect(db_url, autocommit=True) as listener:
+        listener.execute(f'LISTEN "{CHANNEL}"')
+        try:
+            with db.transaction() as conn:
+                notes.write_note(conn, org, "org", None, "rolled.md", "x", SYSTEM)
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        with db.transaction() as conn:
+            notes.write_note(conn, org, "org", None, "kept.md", "x", SYSTEM)
+        events = [json.loads(n.payload) for n in listener.notifies(timeout=1.0, stop_after=1)]
+    assert [(e["display_path"], e["operation"], e["version"]) for e in events] == [(f"org/{org}/kept.md", "create", 1)]

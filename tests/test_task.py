@@ -1,0 +1,61 @@
+"""The standing task: the operator's routes, revisions, caps, and no agent tool that writes it."""
+from __future__ import annotations
+
+from store import admin, tools
+
+
+def test_put_and_get_task_as_json_and_markdown_with_revisions(server, boot, operator, db) -> None:
+    base = f"{server.url}/api/agents/{boot['agent_id']}/task"
+    r = operator.get(base)
+    assert r.status_code == 200 and r.json()["task"] == "" and r.json()["version"] == 0
+    r = operator.put(base, json={"task": "# Goal\nfind leads"})
+    assert r.status_code == 200, r.text
+    assert r.json()["version"] == 1 and r.json()["updated_by"] == "ada@example.com"
+    r = operator.put(base, data="# Goal\nfind *more* leads".encode(), headers={"Content-Type": "text/markdown"})
+    assert r.status_code == 200 and r.json()["version"] == 2
+    got = operator.get(base).json()
+    assert got["task"] == "# Goal\nfind *more* leads"
+    assert got["display_path"] == f"org/{boot['org_id']}/agents/{boot['agent_id']}/task.md"
+    revs = operator.get(base + "/revisions").json()["revisions"]
+    assert [(r["version"], r["task"]) for r in revs] == [(1, "# Goal\nfind leads")]
+    # a stale save is refused and changes nothing
+    r = operator.put(base, json={"task": "stale"}, headers={"If-Match": '"1"'})
+    assert r.status_code == 412 and "is at version 2, not 1" in r.json()["error"]
+    assert operator.get(base).json()["version"] == 2
+    with db.connection() as conn:
+        ops = conn.execute("SELECT operation, version, actor_type FROM file_changes ORDER BY id").fetchall()
+    assert ops == [{"operation": "create", "version": 1, "actor_type": "user"},
+                   {"operation": "update", "version": 2, "actor_type": "user"}]
+
+
+def test_at_most_50_revisions_are_kept(server, boot, operator) -> None:
+    base = f"{server.url}/api/agents/{boot['agent_id']}/task"
+    for i in range(1, 53):
+        assert operator.put(base, json={"task": f"v{i}"}).status_code == 200
+    revs = operator.get(base + "/revisions").json()["revisions"]
+    assert len(revs) == 50
+    assert revs[0]["task"] == "v51" and revs[-1]["task"] == "v2"
+
+
+def test_bad_bodies_caps_and_strangers(server, db, boot, operator, service) -> None:
+    base = f"{server.url}/api/agents/{boot['agent_id']}/task"
+    r = operator.put(base, json={"text": "x"})
+    assert r.status_code == 422 and 'send the task as JSON {"task": "..."}' in r.json()["error"]
+    r = operator.put(base, json={"task": "x" * 262_145})
+    assert r.status_code == 413 and "262,145 bytes" in r.json()["error"]
+    assert operator.put(base, json={"task": "x" * 262_144}).status_code == 200
+    # the service token does not reach the operator's task routes; another organisation's agent is unknown
+    assert service.get(base).status_code == 404
+    assert service.put(base, json={"task": "x"}).status_code == 404
+    other = admin.bootstrap(db, org_name="Other")
+    r = operator.get(f"{server.url}/api/agents/{other['agent_id']}/task")
+    assert r.status_code == 404 and r.json()["error"] == f"unknown agent {other['agent_id']}"
+    assert operator.put(f"{server.url}/api/agents/{other['agent_id']}/task", json={"task": "x"}).status_code == 404
+    assert operator.get(f"{server.url}/api/agents/{other['agent_id']}/task/revisions").status_code == 404
+
+
+def test_no_agent_tool_writes_the_task(server, boot, service) -> None:
+    assert not [name for name in tools.registry() if "task" in name]
+    r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                     json={"level": "agent", "key": "task.md", "content": "take over"})
+    assert r.status_code == 422 and "reserved at the agent root" in r.json()["error"]
