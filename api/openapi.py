@@ -1,6 +1,273 @@
-"""(to be written)"""
+"""GET /api/openapi.json: an OpenAPI 3 document of every /api/ route, built from the live url_map.
+
+Each route is documented by one entry in ``OPERATIONS``, keyed by (path, method). Paths are matched
+by shape (``/api/agents/{agent_id}/tools/{tool}`` matches the rule ``/api/agents/<int:id>/tools/<t>``),
+and the document takes the parameter names and types from the live rule, so an entry never drifts
+from the code it describes. A route with no entry is left out of the document, and
+tests/test_openapi.py fails naming it: adding a route means adding one entry here.
+"""
 from __future__ import annotations
 
-from flask import Blueprint
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify
+from flask.typing import ResponseReturnValue
+from werkzeug.routing import Rule
 
 bp = Blueprint("openapi", __name__)
+
+_JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Op:
+    """One documented operation. ``body`` and ``ok`` are JSON Schemas (or $ref names)."""
+    summary: str
+    body: dict[str, Any] | str | None = None
+    ok: dict[str, Any] | str | None = None
+    status: int = 200
+    query: tuple[tuple[str, str, str], ...] = ()  # (name, schema type, description)
+    auth: tuple[str, ...] = ("user",)  # who may call: user (member), service (orchestrator token)
+    tags: tuple[str, ...] = ()
+    content_type: str = _JSON
+    notes: str = ""
+    extra: dict[int, str] = field(default_factory=dict)  # further statuses and what they mean
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(needed: tuple[str, ...] = (), /, **props: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if needed:
+        out["required"] = list(needed)
+    return out
+
+
+_ID = {"type": "integer", "minimum": 1}
+_MODE_GUILD = {"type": ["string", "null"], "enum": ["read", "write", None]}
+_MODE_AGENT = {"type": ["string", "null"], "enum": ["read", "write", "none", None]}
+_RECORD_QUERY = (
+    ("query", "string", "text search (websearch_to_tsquery grammar); runs the search instead of a listing"),
+    ("where", "string", "JSON object {column: term}"),
+    ("since", "string", "ISO 8601 timestamp: records created or updated at or after it"),
+    ("order", "string", 'JSON {"column", "direction"} or "column desc"'),
+    ("limit", "integer", "20 by default, at most 100"),
+    ("offset", "integer", "0 or more"),
+)
+
+# Every /api/ route, by path and method. Keep one entry per route; the test compares with url_map.
+OPERATIONS: dict[tuple[str, str], Op] = {
+    ("/api/health", "get"): Op("Store reachability and schema version", auth=(), tags=("meta",)),
+    ("/api/openapi.json", "get"): Op("This document", auth=(), tags=("meta",)),
+
+    # Collections (api/collections.py)
+    ("/api/collections", "get"): Op(
+        "Every live collection of the organisation with its record count",
+        query=(("org_id", "integer", "needed only by a member of several organisations"),),
+        ok=_obj(collections={"type": "array", "items": _ref("Collection")}), tags=("collections",)),
+    ("/api/collections", "post"): Op(
+        "Create a collection", body="CollectionCreate", ok="Collection", status=201, tags=("collections",),
+        extra={409: "the name is taken at the organisation", 422: "every problem of the definition, or the cap"}),
+    ("/api/collections/{collection_id}", "get"): Op(
+        "The collection, its count and access_list (guilds, agents)", ok="CollectionDetail", tags=("collections",)),
+    ("/api/collections/{collection_id}", "patch"): Op(
+        "Change name, purpose, columns (a renamed column carries rename_from) or scope (guild_id; null moves "
+        "the table to the organisation)", body="CollectionPatch", ok="CollectionDetail", tags=("collections",),
+        extra={409: "a name taken, or a column made unique while live records repeat a value",
+               412: "If-Match (the ETag of GET) no longer matches: someone changed the table since",
+               422: "every problem of the change"}),
+    ("/api/collections/{collection_id}", "delete"): Op(
+        "Soft-delete the collection and its records; its grants go",
+        ok=_obj(deleted=_ID, name={"type": "string"}, records={"type": "integer"}), tags=("collections",)),
+    ("/api/guilds/{guild_id}/collection-access", "get"): Op(
+        "The guild's own tables (scope guild, write) and every organisation table with the guild's grant",
+        ok="GuildAccess", tags=("access",)),
+    ("/api/guilds/{guild_id}/collection-access", "put"): Op(
+        "Set a guild's grant on an organisation table; mode null removes it",
+        body=_obj(("collection_id", "mode"), collection_id=_ID, mode=_MODE_GUILD), tags=("access",),
+        extra={422: "a guild's own table takes no guild grant, or a bad mode"}),
+    ("/api/agents/{agent_id}/collection-access", "get"): Op(
+        "The guild's own tables and every organisation table with the guild's grant, the agent's row and "
+        "the effective mode", ok="AgentAccess", tags=("access",)),
+    ("/api/agents/{agent_id}/collection-access", "put"): Op(
+        "Set an agent's own row (read, write, none); mode null removes it",
+        body=_obj(("collection_id", "mode"), collection_id=_ID, mode=_MODE_AGENT), tags=("access",),
+        extra={422: "an agent row on a guild's own table is for agents of that guild only, or a bad mode"}),
+
+    # Records (api/records.py)
+    ("/api/collections/{collection_id}/export", "get"): Op(
+        "The live records as JSONL", content_type="application/x-ndjson", tags=("records",)),
+    ("/api/collections/{collection_id}/records", "get"): Op(
+        "List or search the records: { total, records, columns }", query=_RECORD_QUERY, tags=("records",)),
+    ("/api/collections/{collection_id}/records", "post"): Op(
+        "Add a record: { body } -> { record, merged }", body=_obj(("body",), body={"type": "object"}),
+        status=201, tags=("records",), extra={422: "record rejected, with every problem"}),
+    ("/api/collections/{collection_id}/records", "delete"): Op(
+        "Clear every live record; the table, grants and next_id stay", tags=("records",)),
+    ("/api/collections/{collection_id}/records/{record_id}", "get"): Op("One record", tags=("records",)),
+    ("/api/collections/{collection_id}/records/{record_id}", "patch"): Op(
+        "Merge a patch into a record: { body } -> { record, warnings }",
+        body=_obj(("body",), body={"type": "object"}), tags=("records",)),
+    ("/api/collections/{collection_id}/records/{record_id}", "delete"): Op(
+        "Soft-delete one record", tags=("records",)),
+
+    # Agents: tools and State (api/tools.py, api/agents.py)
+    ("/api/agents/{agent_id}/tools/{tool}", "post"): Op(
+        "Call one agent tool with its arguments (X-Run-Id and X-Tool-Call-Id headers for run-owned calls)",
+        body={"type": "object"}, auth=("service",), tags=("tools",)),
+    ("/api/agents/{agent_id}/state", "get"): Op(
+        "The agent's State: notes, memory, task, scripts and granted collections", auth=("service", "user"),
+        tags=("agents",)),
+    ("/api/agents/{agent_id}/task", "get"): Op("The agent's standing task (agents.task)", tags=("agents",)),
+    ("/api/agents/{agent_id}/task", "put"): Op(
+        "Save the agent's standing task: JSON {task} or the Markdown itself; If-Match for a conditional save",
+        body=_obj(("task",), task={"type": "string"}), tags=("agents",),
+        extra={412: "the task changed since the version sent in If-Match"}),
+    ("/api/agents/{agent_id}/task/revisions", "get"): Op(
+        "Previous operator saves of the task, newest first (at most 50)", tags=("agents",)),
+
+    # Provenance (api/file_changes.py)
+    ("/api/file-changes", "get"): Op(
+        "The newest-first history of one display path",
+        query=(("display_path", "string", "the file's display path"),
+               ("limit", "integer", "how many changes")), tags=("provenance",)),
+    ("/api/file-changes/latest", "get"): Op(
+        "The newest change per path", query=(("display_paths", "string", "comma-separated display paths"),),
+        tags=("provenance",)),
+    ("/api/file-changes/latest", "post"): Op(
+        "The newest change per path (display_paths in the body)",
+        body=_obj(("display_paths",), display_paths={"type": "array", "items": {"type": "string"}}),
+        tags=("provenance",)),
+}
+
+_COLUMN = _obj(
+    ("name", "type", "description"),
+    name={"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"},
+    type={"type": "string", "enum": ["text", "number", "boolean", "datetime", "array"]},
+    description={"type": "string", "maxLength": 200},
+    required={"type": "boolean", "default": False},
+    unique={"type": "boolean", "default": False},
+    values={"type": "array", "minItems": 1, "maxItems": 50, "uniqueItems": True,
+            "items": {"type": "string", "minLength": 1, "maxLength": 64}})
+_COLUMN_CHANGE = {**_COLUMN, "properties": {**_COLUMN["properties"],
+                                            "rename_from": {"type": "string", "description": "the column's current name"}}}
+_COLLECTION = _obj(
+    id=_ID, name={"type": "string"}, purpose={"type": "string"}, scope={"type": "string", "enum": ["guild", "org"]},
+    guild_id={"type": ["integer", "null"]}, display_path={"type": "string"},
+    columns={"type": "array", "items": _ref("Column")}, next_id={"type": "integer"},
+    created_at={"type": "string", "format": "date-time"}, updated_at={"type": "string", "format": "date-time"},
+    count={"type": "integer"})
+_ACCESS_ENTRY = _obj(collection_id=_ID, name={"type": "string"}, purpose={"type": "string"},
+                     scope={"type": "string", "enum": ["guild", "org"]})
+
+SCHEMAS: dict[str, Any] = {
+    "Error": _obj(("error", "problems", "status"), error={"type": "string"},
+                  problems={"type": "array", "items": {"type": "string"}}, status={"type": "integer"}),
+    "Column": _COLUMN,
+    "ColumnChange": _COLUMN_CHANGE,
+    "Collection": _COLLECTION,
+    "CollectionDetail": {"allOf": [_ref("Collection"), _obj(access_list=_obj(
+        guilds={"type": "array", "items": _obj(guild_id=_ID, name={"type": "string"}, mode={"type": "string"},
+                                                own={"type": "boolean"})},
+        agents={"type": "array", "items": _obj(agent_id=_ID, name={"type": "string"}, guild_id=_ID,
+                                                mode={"type": "string"})}))]},
+    "CollectionCreate": _obj(
+        ("name", "purpose", "columns"), name={"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,62}$"},
+        purpose={"type": "string", "minLength": 1, "maxLength": 400},
+        columns={"type": "array", "maxItems": 64, "items": _ref("Column")},
+        guild_id={"type": ["integer", "null"]}, org_id={"type": "integer"}),
+    "CollectionPatch": _obj(
+        name={"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,62}$"},
+        purpose={"type": "string", "minLength": 1, "maxLength": 400},
+        columns={"type": "array", "maxItems": 64, "items": _ref("ColumnChange")},
+        guild_id={"type": ["integer", "null"]}),
+    "GuildAccess": _obj(guild_id=_ID, collections={"type": "array", "items": {"allOf": [
+        _ACCESS_ENTRY, _obj(mode={"type": ["string", "null"]})]}}),
+    "AgentAccess": _obj(agent_id=_ID, guild_id=_ID, collections={"type": "array", "items": {"allOf": [
+        _ACCESS_ENTRY, _obj(guild_mode={"type": ["string", "null"]}, agent_mode={"type": ["string", "null"]},
+                            effective={"type": ["string", "null"], "enum": ["read", "write", None]})]}}),
+}
+
+_PARAM = re.compile(r"<(?:([a-z_]+)(?:\([^)]*\))?:)?([A-Za-z_][A-Za-z0-9_]*)>")
+_BRACED = re.compile(r"\{[^}]*\}")
+_ERRORS = {401: "no or wrong credentials", 404: "unknown, or another organisation's"}
+
+
+def shape(path: str) -> str:
+    """A path with every parameter blanked, so entries match rules whatever their names."""
+    return _BRACED.sub("{}", _PARAM.sub("{}", path))
+
+
+def openapi_path(rule: Rule) -> tuple[str, list[dict[str, Any]]]:
+    """The rule as an OpenAPI path and its path parameters (names and types from the rule)."""
+    params: list[dict[str, Any]] = []
+
+    def sub(m: re.Match[str]) -> str:
+        converter, name = m.group(1) or "default", m.group(2)
+        schema = {"type": "integer"} if converter == "int" else {"type": "string"}
+        params.append({"name": name, "in": "path", "required": True, "schema": schema})
+        return "{" + name + "}"
+    return _PARAM.sub(sub, rule.rule), params
+
+
+def api_routes(url_map: Any) -> list[tuple[Rule, str]]:
+    """Every (rule, method) under /api/ that a client can call (HEAD and OPTIONS are implied)."""
+    return sorted(((rule, m.lower()) for rule in url_map.iter_rules() if rule.rule.startswith("/api/")
+                   for m in (rule.methods or ()) if m not in ("HEAD", "OPTIONS")),
+                  key=lambda rm: (rm[0].rule, rm[1]))
+
+
+def _schema(value: dict[str, Any] | str) -> dict[str, Any]:
+    return _ref(value) if isinstance(value, str) else value
+
+
+def _operation(op: Op, params: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": op.summary, "operationId": endpoint, "tags": list(op.tags)}
+    query = [{"name": n, "in": "query", "required": False, "description": d, "schema": {"type": t}}
+             for n, t, d in op.query]
+    if params or query:
+        out["parameters"] = params + query
+    if op.body is not None:
+        out["requestBody"] = {"required": True, "content": {_JSON: {"schema": _schema(op.body)}}}
+    ok: dict[str, Any] = {"description": "OK" if op.status == 200 else "Created"}
+    ok["content"] = {op.content_type: {"schema": _schema(op.ok) if op.ok is not None else {}}}
+    responses: dict[str, Any] = {str(op.status): ok}
+    error = {_JSON: {"schema": _ref("Error")}}
+    for status, why in ({**(_ERRORS if op.auth else {}), **op.extra}).items():
+        responses[str(status)] = {"description": why, "content": error}
+    out["responses"] = responses
+    out["security"] = ([{"basic": []}, {"bearer": []}] if op.auth else [])
+    if op.auth:
+        out["x-callers"] = list(op.auth)
+    return out
+
+
+def build_document(url_map: Any) -> dict[str, Any]:
+    """The document for the live routes; a route with no entry in OPERATIONS is left out."""
+    entries = {(shape(path), method): op for (path, method), op in OPERATIONS.items()}
+    paths: dict[str, dict[str, Any]] = {}
+    for rule, method in api_routes(url_map):
+        op = entries.get((shape(rule.rule), method))
+        if op is None:
+            continue
+        path, params = openapi_path(rule)
+        paths.setdefault(path, {})[method] = _operation(op, params, rule.endpoint)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Host Finder API", "version": "1",
+                 "description": "The Databases, provenance, tool and State routes of the Host Finder gateway. "
+                                "Errors are {error, problems, status}."},
+        "paths": paths,
+        "components": {"schemas": SCHEMAS, "securitySchemes": {
+            "basic": {"type": "http", "scheme": "basic"}, "bearer": {"type": "http", "scheme": "bearer"}}},
+    }
+
+
+@bp.get("/api/openapi.json")
+def openapi_document() -> ResponseReturnValue:
+    """The OpenAPI 3 document of every /api/ route; needs no credentials, like /api/health."""
+    return jsonify(build_document(current_app.url_map))

@@ -1,0 +1,376 @@
+"""The column dialect (the specification's columns.ts): parsing and checking column definitions,
+the text a record is searched by, the identity of a unique value, and schema changes applied to
+the live records of a collection.
+
+A definition is checked whole and every problem is reported at once, so an operator fixing a
+columns editor sees the full list in one round trip. Records (store/records.py) call
+``search_blob`` and ``identity_of`` on every write; this module calls them again when a schema
+change rebuilds the records, so both paths derive the same text from the same body.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from store.db import Conn
+from store.errors import Conflict, Invalid
+from store.paths import nfc
+
+ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
+TYPES: tuple[ColumnType, ...] = ("text", "number", "boolean", "datetime", "array")
+COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+RESERVED = ("id", "created_at", "updated_at", "created_by", "updated_by")
+MAX_COLUMNS = 64
+MAX_DESCRIPTION = 200
+MAX_VALUES = 50
+MAX_VALUE_LENGTH = 64
+_FIELDS = ("name", "type", "description", "required", "unique", "values")
+_UNIQUE_TYPES = ("text", "number")
+_VALUES_TYPES = ("text", "array")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared column. ``values`` is None for an open column, else the accepted strings.
+    ``rename_from`` exists only while a schema change is applied; it is never stored."""
+    name: str
+    type: ColumnType
+    description: str
+    required: bool = False
+    unique: bool = False
+    values: list[str] | None = None
+    rename_from: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored and returned form: the six fields, values only when listed."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "description": self.description,
+                               "required": self.required, "unique": self.unique}
+        if self.values is not None:
+            out["values"] = list(self.values)
+        return out
+
+
+def columns_json(columns: Sequence[Column]) -> list[dict[str, Any]]:
+    return [c.to_json() for c in columns]
+
+
+def unique_column(columns: Sequence[Column]) -> Column | None:
+    """The collection's unique column, if it declares one (at most one can be)."""
+    return next((c for c in columns if c.unique), None)
+
+
+# --- text derived from values -------------------------------------------------------------------
+
+def _number_text(value: int | float) -> str:
+    """A number's decimal string: 42 and 42.0 are both '42', 1.5 is '1.5', 1e-7 is '0.0000001'
+    (never exponent notation, so equal numbers always read alike)."""
+    if isinstance(value, int):
+        return str(value)
+    if value.is_integer():
+        return str(int(value))
+    return format(Decimal(repr(value)), "f")
+
+
+def _is_number(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value))
+
+
+def value_text(value: object) -> str:
+    """One value as search text: strings as they are, numbers in decimal, booleans as true/false,
+    lists item by item. Values stored before a retype keep their own type's text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_number(value):
+        return _number_text(value)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(t for t in (value_text(v) for v in value) if t)
+    if isinstance(value, dict):
+        return "\n".join(t for t in (value_text(v) for v in value.values()) if t)
+    return str(value)
+
+
+def search_blob(columns: Sequence[Column], body: dict[str, Any]) -> str:
+    """Every value of ``body`` as text, one per line, keys left out: a column name that every record
+    shares must never match a search. Declared columns come first in their order, so the blob is
+    stable whatever order the body's keys arrived in."""
+    declared = [c.name for c in columns]
+    keys = [k for k in declared if k in body] + sorted(k for k in body if k not in set(declared))
+    return "\n".join(t for t in (value_text(body[k]) for k in keys) if t)
+
+
+def identity_of(column: Column | None, value: object) -> str | None:
+    """The normalised unique value: text NFC, trimmed and lowercased; a number its decimal string.
+    None when there is no unique column or no value. The comparison built on it is exact."""
+    if column is None or value is None:
+        return None
+    if isinstance(value, str):
+        return nfc(value).strip().lower()
+    if _is_number(value):
+        return _number_text(value)  # type: ignore[arg-type]
+    return None
+
+
+# --- parsing definitions --------------------------------------------------------------------------
+
+def _show(value: object) -> str:
+    """A sent value as the problem text quotes it (JSON-like, short)."""
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f'"{text}"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "an object"
+    return str(value)
+
+
+def _label(index: int, raw: object) -> str:
+    name = raw.get("name") if isinstance(raw, dict) else None
+    if isinstance(name, str) and COLUMN_NAME.match(name):
+        return f'column "{name}"'
+    return f"column {index + 1}"
+
+
+def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str]) -> Column | None:
+    """One definition; appends its problems and returns the column only when it has none."""
+    if not isinstance(raw, dict):
+        problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
+                        f"unique?, values?}}; got {_show(raw)}")
+        return None
+    label = _label(index, raw)
+    before = len(problems)
+    allowed = _FIELDS + (("rename_from",) if allow_rename else ())
+    for key in raw:
+        if key not in allowed:
+            extra = (" (rename_from applies only when changing the columns of an existing collection)"
+                     if key == "rename_from" else "")
+            problems.append(f'{label}: unknown field "{key}"; a column has {", ".join(allowed)}{extra}')
+
+    name = raw.get("name")
+    if name is None:
+        problems.append(f"{label}: name is required, such as \"email\"")
+    elif not isinstance(name, str) or not COLUMN_NAME.match(name):
+        problems.append(f"{label}: name {_show(name)} is not a column name: start with a lowercase letter, "
+                        "then lowercase letters, digits or _, at most 64 characters (^[a-z][a-z0-9_]{0,63}$)")
+    elif name in RESERVED:
+        problems.append(f'{label}: the name "{name}" is reserved: every record already carries '
+                        f'{", ".join(RESERVED)}; choose another name')
+
+    ctype = raw.get("type")
+    if ctype not in TYPES:
+        got = "nothing" if ctype is None else _show(ctype)
+        problems.append(f"{label}: type must be one of {', '.join(TYPES)}; got {got}")
+
+    description = raw.get("description")
+    if description is None or (isinstance(description, str) and not description.strip()):
+        problems.append(f"{label}: description is required: a sentence, at most {MAX_DESCRIPTION} "
+                        "characters, that tells agents what the column holds")
+    elif not isinstance(description, str):
+        problems.append(f"{label}: description must be a string; got {_show(description)}")
+    elif len(description) > MAX_DESCRIPTION:
+        problems.append(f"{label}: description is {len(description)} characters; at most "
+                        f"{MAX_DESCRIPTION} are allowed")
+
+    flags: dict[str, bool] = {}
+    for flag in ("required", "unique"):
+        value = raw.get(flag, False)
+        if value is None:
+            value = False
+        if not isinstance(value, bool):
+            problems.append(f"{label}: {flag} must be true or false; got {_show(value)}")
+        flags[flag] = value is True
+    if flags["unique"] and ctype in TYPES and ctype not in _UNIQUE_TYPES:
+        problems.append(f"{label}: unique applies to text or number columns only; this column is {ctype}")
+
+    values = raw.get("values")
+    listed: list[str] | None = None
+    if values is not None:
+        if ctype in TYPES and ctype not in _VALUES_TYPES:
+            problems.append(f"{label}: values applies to text or array columns only; this column is {ctype}")
+        elif not isinstance(values, list) or not 1 <= len(values) <= MAX_VALUES:
+            got = f"{len(values)} values" if isinstance(values, list) else _show(values)
+            problems.append(f"{label}: values must list 1 to {MAX_VALUES} distinct strings; got {got}")
+        else:
+            for position, item in enumerate(values, start=1):
+                if not isinstance(item, str) or not item or len(item) > MAX_VALUE_LENGTH:
+                    problems.append(f"{label}: values item {position} must be a non-empty string of at most "
+                                    f"{MAX_VALUE_LENGTH} characters; got {_show(item)}")
+            strings = [v for v in values if isinstance(v, str)]
+            repeated = sorted({v for v in strings if strings.count(v) > 1})
+            for item in repeated:
+                problems.append(f'{label}: values lists "{item}" more than once; each value appears once')
+            listed = [nfc(v) for v in strings]
+
+    rename_from = raw.get("rename_from")
+    if rename_from is not None and allow_rename and not isinstance(rename_from, str):
+        problems.append(f"{label}: rename_from must be the current name of a column; got {_show(rename_from)}")
+    if len(problems) > before:
+        return None
+    return Column(name=name, type=ctype, description=description, required=flags["required"],
+                  unique=flags["unique"], values=listed,
+                  rename_from=rename_from if allow_rename and rename_from != name else None)
+
+
+def column_problems(raw: object, *, previous: Sequence[Column] | None = None) -> tuple[list[Column], list[str]]:
+    """Parse a columns list; returns (columns, problems). With ``previous`` (a schema change),
+    each column may carry rename_from naming one of the previous columns."""
+    if not isinstance(raw, list):
+        return [], ['columns must be a list of column definitions, such as [{"name": "email", '
+                    '"type": "text", "description": "the contact address", "unique": true}]']
+    problems: list[str] = []
+    if len(raw) > MAX_COLUMNS:
+        problems.append(f"a collection has at most {MAX_COLUMNS} columns; got {len(raw)}")
+    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems)
+              for i, item in enumerate(raw)]
+    columns = [c for c in parsed if c is not None]
+
+    names = [item.get("name") for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f'column "{name}": the name is declared more than once; column names are unique '
+                        "in a collection")
+    uniques = [item.get("name") for item in raw if isinstance(item, dict) and item.get("unique") is True]
+    if len(uniques) > 1:
+        shown = ", ".join(f'"{n}"' if isinstance(n, str) else _show(n) for n in uniques)
+        problems.append(f"columns {shown} are all unique: at most one column per collection can be unique")
+
+    if previous is not None:
+        problems.extend(_rename_problems(raw, previous))
+    return columns, problems
+
+
+def _rename_problems(raw: list, previous: Sequence[Column]) -> list[str]:
+    old = [c.name for c in previous]
+    # Names the new list keeps as they are (a swap renames both, so neither is kept).
+    kept = {item.get("name") for item in raw
+            if isinstance(item, dict) and item.get("rename_from") in (None, item.get("name"))}
+    sources: dict[str, str] = {}
+    problems: list[str] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("rename_from"), str):
+            continue
+        source, label = item["rename_from"], _label(index, item)
+        if source == item.get("name"):
+            continue
+        if source not in old:
+            problems.append(f'{label}: rename_from "{source}" is not a column of this collection; its columns '
+                            f'are {", ".join(old) or "none"}')
+        elif source in sources:
+            problems.append(f'{label}: rename_from "{source}" is already renamed to "{sources[source]}"; a '
+                            "column can be renamed once per change")
+        elif source in kept:
+            problems.append(f'{label}: rename_from "{source}" names a column that the new definition still '
+                            f'declares; rename it (drop "{source}" from the list) or add a new column')
+        else:
+            sources[source] = str(item.get("name"))
+    return problems
+
+
+def parse_columns(raw: object, *, previous: Sequence[Column] | None = None) -> list[Column]:
+    """The columns of ``raw`` (a list of definitions); Invalid listing every problem otherwise.
+    Stored columns parse the same way, so records read them with ``parse_columns(row["columns"])``."""
+    columns, problems = column_problems(raw, previous=previous)
+    if problems:
+        raise Invalid("columns rejected: " + "; ".join(problems), problems)
+    return columns
+
+
+# --- schema changes on live records ---------------------------------------------------------------
+
+def stored_columns(raw: object) -> list[Column]:
+    """The columns as stored on artifact_collections (always valid: every write went through
+    ``parse_columns``)."""
+    return parse_columns(raw or [])
+
+
+def _repeat_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | None:
+    """A 409 naming one value that live records repeat in ``source``, or None when all differ."""
+    holders: dict[str, list[int]] = {}
+    shown: dict[str, Any] = {}
+    for row in rows:
+        ident = identity_of(column, row["value"])
+        if ident is not None:
+            holders.setdefault(ident, []).append(int(row["key"]))
+            shown.setdefault(ident, row["value"])
+    repeated = sorted((ids for ids in holders.values() if len(ids) > 1), key=lambda ids: min(ids))
+    if not repeated:
+        return None
+    ids = sorted(repeated[0])
+    value = shown[next(k for k, v in holders.items() if v is repeated[0])]
+    more = f"; {len(repeated) - 1} other value(s) repeat as well" if len(repeated) > 1 else ""
+    listed = ", ".join(str(i) for i in ids[:20]) + (", ..." if len(ids) > 20 else "")
+    message = (f'column "{column.name}" cannot become unique: {len(ids)} live records repeat the value '
+               f'{_show(value) if isinstance(value, str) else value_text(value)} (records {listed}){more}; '
+               "make those values distinct or remove the extra records, then make the column unique")
+    return Conflict(message, [message])
+
+
+def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], new: Sequence[Column]) -> int:
+    """Move the live records of a (locked) collection from ``old`` to ``new`` columns, in the
+    caller's transaction: renamed keys move, removed keys go, identities and search text are rebuilt.
+    A column that becomes unique while records repeat a value is a Conflict and nothing changes.
+    Returns how many records had their body rewritten.
+
+    The keys move in one UPDATE (jsonb ops over a source -> target map), so every record moves once
+    however many columns change, and its version moves by one. The derived text is computed in
+    Python, because ``search_blob`` and ``identity_of`` must be the very functions records use on
+    writes, and written in one more UPDATE for the records where it differs (a rename changes no
+    search text; a new unique flag changes only identities)."""
+    old_names = {c.name for c in old}
+    mapping = [(c.rename_from or c.name, c.name) for c in new if (c.rename_from or c.name) in old_names]
+    unique = unique_column(new)
+    if unique is not None:
+        source = unique.rename_from or unique.name
+        was = unique_column(old)
+        if source in old_names and (was is None or was.name != source):
+            rows = conn.execute(
+                """SELECT key, content_json -> %s AS value FROM artifacts
+                    WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL
+                      AND content_json ? %s""", (source, collection_id, source)).fetchall()
+            conflict = _repeat_conflict(unique, rows)
+            if conflict is not None:
+                raise conflict
+    moved = 0
+    if any(src != dst for src, dst in mapping) or len(mapping) < len(old_names):
+        moved = conn.execute(
+            """UPDATE artifacts a SET content_json = m.body, version = a.version + 1
+                 FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{}'::jsonb)
+                                       FROM unnest(%s::text[], %s::text[]) AS k(src, dst)
+                                      WHERE b.content_json ? k.src) AS body
+                         FROM artifacts b
+                        WHERE b.collection_id = %s AND b.kind = 'object' AND b.deleted_at IS NULL
+                          FOR UPDATE) AS m
+                WHERE a.id = m.id AND m.body IS DISTINCT FROM a.content_json""",
+            ([s for s, _ in mapping], [d for _, d in mapping], collection_id)).rowcount
+    rows = conn.execute(
+        """SELECT id, content_json, identity, search_blob FROM artifacts
+            WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (collection_id,)).fetchall()
+    changed: list[tuple[int, str, str | None]] = []
+    clear_first: list[int] = []
+    for r in rows:
+        blob = search_blob(new, r["content_json"])
+        ident = identity_of(unique, r["content_json"].get(unique.name)) if unique else None
+        if blob != r["search_blob"] or ident != r["identity"]:
+            changed.append((r["id"], blob, ident))
+            # Two records trading identities would meet in the live unique index mid-statement.
+            if ident is not None and r["identity"] is not None and ident != r["identity"]:
+                clear_first.append(r["id"])
+    if clear_first:
+        conn.execute("UPDATE artifacts SET identity = NULL WHERE id = ANY(%s)", (clear_first,))
+    if changed:
+        conn.execute(
+            """UPDATE artifacts a SET search_blob = v.blob, identity = v.ident
+                 FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(id, blob, ident)
+                WHERE a.id = v.id""",
+            ([c[0] for c in changed], [c[1] for c in changed], [c[2] for c in changed]))
+    return moved

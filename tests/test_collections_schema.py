@@ -1,0 +1,212 @@
+"""Schema changes on a live collection: renames, removals, unique checks, search text, table
+renames and moves, and two operators changing one table at once."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from test_collections_support import changes, col, create, live_records, seed
+
+
+def _patch(operator, url: str, cid: int, **body: Any):
+    return operator.patch(f"{url}/api/collections/{cid}", json=body)
+
+
+def test_rename_and_remove_move_every_record_once_and_rebuild_search_text(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "leads", [col("email", unique=True), col("note"), col("score", "number")])
+    ids = seed(db, boot["org_id"], made["id"], [
+        {"email": "Ada@X.io", "note": "met at the fair", "score": 3},
+        {"email": "bob@x.io", "score": 4.5},
+        {"email": "cy@x.io", "note": "cold"}])
+    before = live_records(db, made["id"])
+    r = _patch(operator, server.url, made["id"], columns=[
+        col("contact", unique=True, rename_from="email"), col("points", "number", rename_from="score"),
+        col("source", values=["web", "fair"])])
+    assert r.status_code == 200, r.text
+    assert [c["name"] for c in r.json()["columns"]] == ["contact", "points", "source"]
+    assert all("rename_from" not in c for c in r.json()["columns"])
+    after = live_records(db, made["id"])
+    assert {i: after[i]["content_json"] for i in ids} == {
+        ids[0]: {"contact": "Ada@X.io", "points": 3},
+        ids[1]: {"contact": "bob@x.io", "points": 4.5},
+        ids[2]: {"contact": "cy@x.io"}}
+    assert {i: after[i]["version"] for i in ids} == {i: before[i]["version"] + 1 for i in ids}
+    assert after[ids[0]]["identity"] == "ada@x.io"
+    # The removed column's words are gone from the search text; keys never were in it.
+    assert after[ids[0]]["search_blob"] == "Ada@X.io\n3"
+    with db.connection() as conn:
+        hits = conn.execute("""SELECT key FROM artifacts WHERE collection_id = %s AND deleted_at IS NULL
+                                AND search @@ websearch_to_tsquery('simple', %s)""", (made["id"], "fair")).fetchall()
+    assert hits == []
+    assert changes(db, made["display_path"]) == ["create", "update"]
+
+
+def test_swapping_two_column_names_keeps_each_value_with_its_column(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "pairs", [col("left"), col("right")])
+    [rid] = seed(db, boot["org_id"], made["id"], [{"left": "L", "right": "R"}])
+    r = _patch(operator, server.url, made["id"], columns=[col("right", rename_from="left"),
+                                                          col("left", rename_from="right")])
+    assert r.status_code == 200, r.text
+    assert live_records(db, made["id"])[rid]["content_json"] == {"right": "L", "left": "R"}
+
+
+def test_a_column_becoming_unique_with_repeats_is_409_naming_value_and_records(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "people", [col("email"), col("age", "number")])
+    ids = seed(db, boot["org_id"], made["id"], [
+        {"email": "ann@x.io", "age": 30}, {"email": " ANN@x.io ", "age": 30.0}, {"email": "bo@x.io", "age": 41},
+        {"email": "cy@x.io"}, {"email": "Ann@X.io"}])
+    before = live_records(db, made["id"])
+    r = _patch(operator, server.url, made["id"], columns=[col("email", unique=True), col("age", "number")])
+    assert r.status_code == 409
+    assert r.json()["error"] == (
+        f'column "email" cannot become unique: 3 live records repeat the value "ann@x.io" (records {ids[0]}, '
+        f"{ids[1]}, {ids[4]}); make those values distinct or remove the extra records, then make the column unique")
+    # Nothing changed: columns, bodies, identities.
+    assert operator.get(f"{server.url}/api/collections/{made['id']}").json()["columns"][0]["unique"] is False
+    assert live_records(db, made["id"]) == before
+    # A number column: 30 and 30.0 are one value.
+    r = _patch(operator, server.url, made["id"], columns=[col("email"), col("age", "number", unique=True)])
+    assert r.status_code == 409
+    assert r.json()["error"].startswith(f'column "age" cannot become unique: 2 live records repeat the value 30 '
+                                        f"(records {ids[0]}, {ids[1]})")
+    # Renamed and made unique in one change is checked on the values it carries.
+    r = _patch(operator, server.url, made["id"], columns=[col("mail", unique=True, rename_from="email")])
+    assert r.status_code == 409 and '"mail" cannot become unique' in r.json()["error"]
+    with db.transaction() as conn:
+        conn.execute("UPDATE artifacts SET deleted_at = now() WHERE collection_id = %s AND key = ANY(%s)",
+                     (made["id"], [str(ids[1]), str(ids[4])]))
+    r = _patch(operator, server.url, made["id"], columns=[col("mail", unique=True, rename_from="email"),
+                                                          col("age", "number")])
+    assert r.status_code == 200, r.text
+    after = live_records(db, made["id"])
+    assert {i: after[i]["identity"] for i in after} == {ids[0]: "ann@x.io", ids[2]: "bo@x.io", ids[3]: "cy@x.io"}
+    # Moving the unique flag to another column rebuilds every identity from it.
+    r = _patch(operator, server.url, made["id"], columns=[col("mail"), col("age", "number", unique=True)])
+    assert r.status_code == 200, r.text
+    after = live_records(db, made["id"])
+    assert {i: after[i]["identity"] for i in after} == {ids[0]: "30", ids[2]: "41", ids[3]: None}
+
+
+def test_unknown_rename_from_and_two_unique_columns_are_one_422(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "t", [col("a"), col("b")])
+    seed(db, boot["org_id"], made["id"], [{"a": "1", "b": "2"}])
+    before = live_records(db, made["id"])
+    r = _patch(operator, server.url, made["id"], name="t2", columns=[
+        col("x", unique=True, rename_from="nope"), col("y", unique=True, rename_from="a"),
+        col("z", rename_from="a"), col("b"), col("w", rename_from="b")])
+    assert r.status_code == 422
+    assert r.json()["problems"] == [
+        'columns "x", "y" are all unique: at most one column per collection can be unique',
+        'column "x": rename_from "nope" is not a column of this collection; its columns are a, b',
+        'column "z": rename_from "a" is already renamed to "y"; a column can be renamed once per change',
+        'column "w": rename_from "b" names a column that the new definition still declares; rename it '
+        '(drop "b" from the list) or add a new column',
+    ]
+    one = operator.get(f"{server.url}/api/collections/{made['id']}").json()
+    assert one["name"] == "t" and [c["name"] for c in one["columns"]] == ["a", "b"]
+    assert live_records(db, made["id"]) == before
+    # rename_from belongs to changes only.
+    r = operator.post(f"{server.url}/api/collections", json={"name": "n", "purpose": "p",
+                                                              "columns": [col("a", rename_from="b")]})
+    assert r.status_code == 422
+    assert r.json()["problems"] == [
+        'column "a": unknown field "rename_from"; a column has name, type, description, required, unique, '
+        "values (rename_from applies only when changing the columns of an existing collection)"]
+
+
+def test_retyping_or_changing_values_leaves_stored_values(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "t", [col("n"), col("s", values=["a", "b"])])
+    [rid] = seed(db, boot["org_id"], made["id"], [{"n": "42", "s": "b"}])
+    r = _patch(operator, server.url, made["id"], columns=[col("n", "number"), col("s", values=["c"])])
+    assert r.status_code == 200, r.text
+    rec = live_records(db, made["id"])[rid]
+    assert rec["content_json"] == {"n": "42", "s": "b"} and rec["version"] == 1
+
+
+def test_renaming_the_table_moves_record_paths(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "old-name")
+    ids = seed(db, boot["org_id"], made["id"], [{"title": "a"}, {"title": "b"}])
+    r = _patch(operator, server.url, made["id"], name="new-name")
+    assert r.status_code == 200 and r.json()["display_path"].endswith("/collections/new-name")
+    paths = {i: rec["display_path"] for i, rec in live_records(db, made["id"]).items()}
+    assert paths == {i: f"org/{boot['org_id']}/collections/new-name/{i}" for i in ids}
+    assert changes(db, made["display_path"]) == ["create", "move"]
+    assert changes(db, f"org/{boot['org_id']}/collections/new-name") == ["create"]
+    assert create(operator, server.url, "old-name")["name"] == "old-name"
+
+
+def test_two_operators_renaming_columns_at_once_serialise(server, operator, boot, db) -> None:
+    """Both send a rename of the same column from the schema they loaded. The row lock makes the
+    second see the first's result: one wins, the other is a 422 naming the unknown rename_from, and
+    every record holds the value once, under the winner's name."""
+    cols = [col("title"), col("body")] + [col(f"extra{i}") for i in range(6)]
+    made = create(operator, server.url, "race", cols)
+    bodies = [{"title": f"t{i}", "body": f"b{i}", "extra0": "x"} for i in range(3000)]
+    seed(db, boot["org_id"], made["id"], bodies)
+    second = server.session(basic=(boot["email"], boot["password"]))
+    results: dict[str, Any] = {}
+    barrier = threading.Barrier(2)
+
+    def rename(session, target: str) -> None:
+        new = [col(target, rename_from="title")] + cols[1:]
+        barrier.wait()
+        results[target] = session.patch(f"{server.url}/api/collections/{made['id']}", json={"columns": new})
+
+    threads = [threading.Thread(target=rename, args=(operator, "headline")),
+               threading.Thread(target=rename, args=(second, "subject"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    statuses = sorted(r.status_code for r in results.values())
+    assert statuses == [200, 422], {k: r.text for k, r in results.items()}
+    winner = next(k for k, r in results.items() if r.status_code == 200)
+    loser = next(k for k, r in results.items() if r.status_code == 422)
+    assert results[loser].json()["problems"] == [
+        f'column "{loser}": rename_from "title" is not a column of this collection; its columns are '
+        f"{winner}, body, " + ", ".join(f"extra{i}" for i in range(6))]
+    schema = operator.get(f"{server.url}/api/collections/{made['id']}").json()["columns"]
+    assert [c["name"] for c in schema][:2] == [winner, "body"]
+    records = live_records(db, made["id"])
+    assert len(records) == 3000
+    assert all(set(r["content_json"]) == {winner, "body", "extra0"} for r in records.values())
+    assert sorted(r["content_json"][winner] for r in records.values()) == sorted(b["title"] for b in bodies)
+    assert {r["version"] for r in records.values()} == {2}
+
+
+def test_two_operators_renaming_different_columns_each_from_the_latest_schema(server, operator, boot, db) -> None:
+    """Two columns editors, each sending the whole list it loaded with If-Match: the one that loses
+    the race gets 412 instead of silently undoing the other's rename, reloads and applies its own
+    on top. Every record ends with both renames and each value once."""
+    made = create(operator, server.url, "race2", [col("a"), col("b")])
+    seed(db, boot["org_id"], made["id"], [{"a": str(i), "b": str(-i)} for i in range(500)])
+    second = server.session(basic=(boot["email"], boot["password"]))
+    barrier = threading.Barrier(2)
+    out: list[int] = []
+
+    def rename(session, source: str, target: str) -> None:
+        barrier.wait()
+        for _ in range(20):  # retry from the current schema, as a columns editor reloading would
+            loaded = session.get(f"{server.url}/api/collections/{made['id']}")
+            current = loaded.json()["columns"]
+            new = [dict(c, name=target, rename_from=source) if c["name"] == source else c for c in current]
+            r = session.patch(f"{server.url}/api/collections/{made['id']}", json={"columns": new},
+                              headers={"If-Match": loaded.headers["ETag"]})
+            if r.status_code == 200:
+                out.append(200)
+                return
+            assert r.status_code == 412, r.text
+            assert "changed since you loaded it" in r.json()["error"]
+
+    threads = [threading.Thread(target=rename, args=(operator, "a", "alpha")),
+               threading.Thread(target=rename, args=(second, "b", "beta"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert out == [200, 200]
+    schema = operator.get(f"{server.url}/api/collections/{made['id']}").json()["columns"]
+    assert sorted(c["name"] for c in schema) == ["alpha", "beta"]
+    records = live_records(db, made["id"])
+    assert all(r["content_json"] == {"alpha": str(i - 1), "beta": str(-(i - 1))} for i, r in records.items())
+    assert {r["version"] for r in records.values()} == {3}
