@@ -1,6 +1,161 @@
-"""(to be written)"""
+"""The Databases page's record routes: list or search, read, add, change, remove, clear and export
+the records of one collection, acting as the operator (an organisation member, with write on every
+collection of the organisation).
+
+where and order travel as JSON in the query string (order may also be the plain string
+"column desc"); query runs the text search instead of a listing. Every record carries display_path
+so the provenance strip can look it up.
+"""
 from __future__ import annotations
 
-from flask import Blueprint
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from api.auth import principal, requires
+from api.context import db, json_body
+from store import records
+from store.collections import collection_for_member
+from store.errors import Invalid
 
 bp = Blueprint("records", __name__)
+
+EXPORT_CHUNK = 500
+
+
+def _json_arg(name: str, *, plain_string: bool = False) -> Any:
+    """A query-string argument holding JSON; ``plain_string`` accepts non-JSON text as a string."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        if plain_string:
+            return raw
+        msg = (f"{name}: not valid JSON; send it URL-encoded, such as "
+               f'{name}={{"status": "new"}}' if name == "where" else f"{name}: not valid JSON")
+        raise Invalid(f"the {name} parameter is not valid JSON", [msg]) from None
+
+
+def _int_arg(name: str) -> Any:
+    """An integer query argument; anything else is passed on as text so the store can say what it got."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+def _body_of(payload: Any) -> Any:
+    if not isinstance(payload, dict) or "body" not in payload:
+        msg = 'send {"body": {...}} with the record\'s column values'
+        raise Invalid(f"the request needs a body field: {msg}", [f"body: required; {msg}"])
+    return payload["body"]
+
+
+@bp.get("/api/collections/<int:collection_id>/records")
+@requires("user")
+def list_or_search(collection_id: int):  # type: ignore[no-untyped-def]
+    """{total, records, columns}: a listing (where, since, order, limit, offset), or with query the
+    text search (query, where, limit), ranked."""
+    with db().connection() as conn:
+        collection = collection_for_member(conn, principal(), collection_id)
+        where = _json_arg("where")
+        query = request.args.get("query")
+        if query is not None and query.strip():
+            extra = [f"{name}: a search is ranked by relevance, so {name} does not apply; drop query to list"
+                     for name in ("since", "order") if request.args.get(name)]
+            if _int_arg("offset") not in (None, 0):
+                extra.append("offset: a search returns its best matches up to limit; drop query to page a listing")
+            if extra:
+                raise Invalid("records search arguments rejected\n" + "\n".join(f"- {p}" for p in extra), extra)
+            out = records.search_records(conn, [collection], query, where=where, limit=_int_arg("limit"),
+                                         display_path=True, tool_name="records search")
+        else:
+            out = records.list_records(conn, collection, where=where, since=request.args.get("since") or None,
+                                       order=_json_arg("order", plain_string=True), limit=_int_arg("limit"),
+                                       offset=_int_arg("offset"), display_path=True, tool_name="records listing")
+    out["columns"] = collection.columns
+    return jsonify(out)
+
+
+@bp.post("/api/collections/<int:collection_id>/records")
+@requires("user")
+def add(collection_id: int):  # type: ignore[no-untyped-def]
+    """{body} -> {record, merged}: 201 for a new record; 200 when the unique column matched a live
+    record and the body was merged into it (merged is that record's id)."""
+    body = _body_of(json_body())
+    with db().transaction() as conn:
+        collection = collection_for_member(conn, principal(), collection_id, lock=True)
+        result = records.record_add(conn, collection, body, principal().actor)
+    out = {"record": result.record, "merged": result.merged}
+    if result.warnings:
+        out["warnings"] = result.warnings
+    return jsonify(out), 200 if result.merged is not None else 201
+
+
+@bp.delete("/api/collections/<int:collection_id>/records")
+@requires("user")
+def clear(collection_id: int):  # type: ignore[no-untyped-def]
+    """Remove every live record; the table, its grants and next_id stay."""
+    with db().transaction() as conn:
+        collection = collection_for_member(conn, principal(), collection_id, lock=True)
+        cleared = records.clear_records(conn, collection, principal().actor)
+    return jsonify({"cleared": cleared, "collection": collection.name})
+
+
+@bp.get("/api/collections/<int:collection_id>/records/<int:record_id>")
+@requires("user")
+def get(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
+    with db().connection() as conn:
+        collection = collection_for_member(conn, principal(), collection_id)
+        return jsonify(records.get_record(conn, collection, record_id))
+
+
+@bp.patch("/api/collections/<int:collection_id>/records/<int:record_id>")
+@requires("user")
+def update(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
+    """{body} (the columns that change; null clears an optional one) -> {record, warnings}."""
+    body = _body_of(json_body())
+    with db().transaction() as conn:
+        collection = collection_for_member(conn, principal(), collection_id, lock=True)
+        result = records.record_update(conn, collection, record_id, body, principal().actor)
+    return jsonify({"record": result.record, "warnings": result.warnings})
+
+
+@bp.delete("/api/collections/<int:collection_id>/records/<int:record_id>")
+@requires("user")
+def remove(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
+    with db().transaction() as conn:
+        collection = collection_for_member(conn, principal(), collection_id, lock=True)
+        removed = records.record_remove(conn, collection, record_id, principal().actor)
+    return jsonify({"removed": removed})
+
+
+@bp.get("/api/collections/<int:collection_id>/export")
+@requires("user")
+def export(collection_id: int):  # type: ignore[no-untyped-def]
+    """The live records as JSONL, one record per line by id, streamed: constant memory however many
+    records the collection holds."""
+    database = db()
+    with database.connection() as conn:
+        collection = collection_for_member(conn, principal(), collection_id)
+
+    def lines() -> Iterator[str]:
+        chunk: list[str] = []
+        for record in records.export_records(database, collection, batch=EXPORT_CHUNK):
+            chunk.append(json.dumps(record, ensure_ascii=False))
+            if len(chunk) >= EXPORT_CHUNK:
+                yield "\n".join(chunk) + "\n"
+                chunk = []
+        if chunk:
+            yield "\n".join(chunk) + "\n"
+
+    return Response(lines(), mimetype="application/x-ndjson", headers={
+        "Content-Disposition": f'attachment; filename="{collection.name}.jsonl"',
+        "Cache-Control": "no-store"})

@@ -1,0 +1,353 @@
+"""Collection records: add, update, remove, read, list, search, clear and export, and the five
+record tools.
+
+A record is an artifacts row of kind 'object' at the organisation level: key is its decimal id,
+content_json its declared columns, identity the normalised unique value and search_blob the value
+text it is searched by. Every write locks the collection row first, so writes to one collection are
+serialised: ids come from next_id under that lock (never reused), the 10 000-record cap is counted
+under it, and an add whose unique value already exists finds that record and merges into it instead
+of meeting the partial unique index. Each write bumps the record's version and writes its
+file_changes row and NOTIFY (store.provenance.record_change) in the same transaction.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from store import db as store_db
+from store import record_query as rq
+from store.access import Actor
+from store.agents import AgentCall
+from store.columns import Column, identity_of, search_blob, stored_columns, unique_column
+from store.db import Conn, Database
+from store.errors import Conflict, Invalid, LimitReached, NotFound, TooLarge
+from store.grants import Collection, collection_for_agent, granted_collections
+from store.paths import collection_path, record_path
+from store.provenance import record_change
+from store.tools import Arg, tool
+from store.values import check_body, record_problems, shown, utc_iso
+
+MAX_RECORDS = 10_000
+MAX_BLOB_BYTES = 32 * 1024
+META = ("created_at", "updated_at", "updated_by", "version")
+
+
+# The lock makes a duplicate identity impossible from record writes; a write that still meets the
+# index (a schema change racing outside the lock) reads as a sentence, not a psycopg error.
+store_db.on_constraint("artifacts_live_identity", lambda d: Conflict(
+    "another live record of this collection already holds that unique value; update that record instead"))
+
+
+@dataclass
+class WriteResult:
+    """A write's outcome: the record as returned, the record it merged into (record_add on an
+    existing unique value), and problems in untouched columns (warnings, not refusals)."""
+    record: dict[str, Any]
+    merged: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+# --- reading helpers ------------------------------------------------------------------------------
+
+def as_record(row: dict[str, Any], collection: str, columns: Sequence[Column], *,
+              display_path: bool = False) -> dict[str, Any]:
+    """A record as tools and the API return it: id, collection, every declared column (null when
+    it has no value), created_at, updated_at, updated_by, version; display_path for the API."""
+    body = row["content_json"] or {}
+    out: dict[str, Any] = {"id": int(row["key"]), "collection": collection}
+    for column in columns:
+        out[column.name] = body.get(column.name)
+    out["created_at"] = utc_iso(row["created_at"])
+    out["updated_at"] = utc_iso(row["updated_at"])
+    out["updated_by"] = row["updated_by"]
+    out["version"] = row["version"]
+    if display_path:
+        out["display_path"] = row["display_path"]
+    return out
+
+
+def _lock(conn: Conn, collection: Collection) -> tuple[dict[str, Any], list[Column]]:
+    """Lock the collection row and read it afresh (columns and next_id as of the lock)."""
+    row = conn.execute("SELECT id, org_id, name, columns, next_id FROM artifact_collections"
+                       " WHERE id = %s AND deleted_at IS NULL FOR UPDATE", (collection.id,)).fetchone()
+    if row is None:
+        raise NotFound(f"unknown collection {collection.name}")
+    return row, stored_columns(row["columns"])
+
+
+def _live_row(conn: Conn, collection_id: int, record_id: object, name: str, *, lock: bool = False) -> dict[str, Any]:
+    if not isinstance(record_id, int) or isinstance(record_id, bool) or not 0 < record_id < 2**63:
+        raise NotFound(f"unknown record {shown(record_id)} in collection {name}; ids are whole numbers from 1")
+    row = conn.execute(
+        f"SELECT {rq.RECORD_COLUMNS}, a.id AS row_id, a.identity FROM artifacts a"
+        f" WHERE a.collection_id = %s AND a.key = %s AND {rq.LIVE}" + (" FOR UPDATE" if lock else ""),
+        (collection_id, str(record_id))).fetchone()
+    if row is None:
+        raise NotFound(f"unknown record {record_id} in collection {name}: no live record has that id;"
+                       " record_list or record_search find ids")
+    return row
+
+
+def _rejected(problems: list[str]) -> Invalid:
+    return Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+
+
+def _check_blob(blob: str, name: str) -> None:
+    size = len(blob.encode("utf-8"))
+    if size > MAX_BLOB_BYTES:
+        raise TooLarge(f"record rejected: its values come to {size} bytes of indexed text, over the"
+                       f" {MAX_BLOB_BYTES // 1024} KB a record of {name} may hold; shorten the longest text values"
+                       " or keep long documents in a note and store its display path here",
+                       [f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES}"])
+
+
+def _holder(conn: Conn, collection_id: int, identity: str, *, lock: bool = True) -> dict[str, Any] | None:
+    return conn.execute(
+        f"SELECT {rq.RECORD_COLUMNS}, a.id AS row_id, a.identity FROM artifacts a"
+        f" WHERE a.collection_id = %s AND a.identity = %s AND {rq.LIVE}" + (" FOR UPDATE" if lock else ""),
+        (collection_id, identity)).fetchone()
+
+
+# --- writes ---------------------------------------------------------------------------------------
+
+def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -> WriteResult:
+    """Validate ``body`` whole, then insert it under the next id, or, when its unique value is
+    already held by a live record, merge it into that record as a patch. Call inside a transaction."""
+    if not isinstance(body, dict):
+        raise _rejected([f"body: expected an object of column values; got {shown(body)}"])
+    row, columns = _lock(conn, collection)
+    clean, problems = check_body(columns, body)
+    if problems:
+        raise _rejected(problems)
+    unique = unique_column(columns)
+    identity = identity_of(unique, clean.get(unique.name)) if unique else None
+    if identity is not None:
+        existing = _holder(conn, row["id"], identity)
+        if existing is not None:
+            return _apply_patch(conn, row, columns, existing, clean, actor, merged=True)
+    count = conn.execute(f"SELECT count(*) AS n FROM artifacts a WHERE a.collection_id = %s AND {rq.LIVE}",
+                         (row["id"],)).fetchone()["n"]
+    if count >= MAX_RECORDS:
+        raise LimitReached(f"collection {row['name']} already holds {count} live records, the most a collection may"
+                           " hold; remove records with record_remove (or ask the operator to clear the table)"
+                           " before adding more", [f"records: {count} of {MAX_RECORDS}"])
+    content = {k: v for k, v in clean.items() if v is not None}
+    blob = search_blob(columns, content)
+    _check_blob(blob, row["name"])
+    record_id = row["next_id"]
+    inserted = conn.execute(
+        f"""INSERT INTO artifacts AS a (org_id, kind, level, collection_id, key, display_path, content_json,
+                                   identity, search_blob, version, created_at, updated_at, created_by, updated_by)
+            VALUES (%s, 'object', 'org', %s, %s, %s, %s, %s, %s, 1, clock_timestamp(), clock_timestamp(), %s, %s)
+            RETURNING {rq.RECORD_COLUMNS}""",
+        (row["org_id"], row["id"], str(record_id), record_path(row["org_id"], row["name"], record_id),
+         Jsonb(content), identity, blob, actor.name, actor.name)).fetchone()
+    conn.execute("UPDATE artifact_collections SET next_id = next_id + 1 WHERE id = %s", (row["id"],))
+    record_change(conn, org_id=row["org_id"], display_path=collection_path(row["org_id"], row["name"]),
+                  operation="create", version=1, actor=actor)
+    return WriteResult(as_record(inserted, row["name"], columns, display_path=True))
+
+
+def record_update(conn: Conn, collection: Collection, record_id: object, patch: object, actor: Actor) -> WriteResult:
+    """Merge ``patch`` into a live record: present columns validated, null clears an optional
+    column, the rest kept; problems left in untouched columns come back as warnings."""
+    if not isinstance(patch, dict):
+        raise _rejected([f"body: expected an object of the columns that change; got {shown(patch)}"])
+    row, columns = _lock(conn, collection)
+    existing = _live_row(conn, row["id"], record_id, row["name"], lock=True)
+    if not patch:
+        raise _rejected(["body: no columns to change; send the columns that change, null clears an optional one"])
+    clean, problems = check_body(columns, patch, patch=True)
+    if problems:
+        raise _rejected(problems)
+    return _apply_patch(conn, row, columns, existing, clean, actor, merged=False)
+
+
+def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], existing: dict[str, Any],
+                 clean: dict[str, Any], actor: Actor, *, merged: bool) -> WriteResult:
+    content = dict(existing["content_json"] or {})
+    for name, value in clean.items():
+        if value is None:
+            content.pop(name, None)
+        else:
+            content[name] = value
+    unique = unique_column(columns)
+    identity = identity_of(unique, content.get(unique.name)) if unique else None
+    if identity is not None and identity != existing["identity"]:
+        holder = _holder(conn, coll["id"], identity, lock=False)
+        if holder is not None and holder["row_id"] != existing["row_id"]:
+            msg = (f'column "{unique.name}": {shown(content[unique.name])} is already held by record {holder["key"]}'  # type: ignore[union-attr]
+                   f" of {coll['name']}; a unique value belongs to one record, so update record {holder['key']}"
+                   " instead, or choose another value")
+            raise Conflict(msg, [msg])
+    blob = search_blob(columns, content)
+    _check_blob(blob, coll["name"])
+    updated = conn.execute(
+        f"""UPDATE artifacts AS a SET content_json = %s, identity = %s, search_blob = %s, version = a.version + 1,
+                   updated_at = clock_timestamp(), updated_by = %s
+             WHERE a.id = %s RETURNING {rq.RECORD_COLUMNS}""",
+        (Jsonb(content), identity, blob, actor.name, existing["row_id"])).fetchone()
+    record_change(conn, org_id=coll["org_id"], display_path=updated["display_path"], operation="update",
+                  version=updated["version"], actor=actor)
+    warnings = record_problems(columns, content, skip=set(clean))
+    return WriteResult(as_record(updated, coll["name"], columns, display_path=True),
+                       merged=int(existing["key"]) if merged else None, warnings=warnings)
+
+
+def record_remove(conn: Conn, collection: Collection, record_id: object, actor: Actor) -> int:
+    """Soft-delete one live record (its id is never reused); returns the id."""
+    row, _ = _lock(conn, collection)
+    existing = _live_row(conn, row["id"], record_id, row["name"], lock=True)
+    removed = conn.execute(
+        """UPDATE artifacts SET deleted_at = clock_timestamp(), updated_at = clock_timestamp(),
+                  version = version + 1, updated_by = %s
+            WHERE id = %s RETURNING version""", (actor.name, existing["row_id"])).fetchone()
+    record_change(conn, org_id=row["org_id"], display_path=existing["display_path"], operation="delete",
+                  version=removed["version"], actor=actor)
+    return int(existing["key"])
+
+
+def clear_records(conn: Conn, collection: Collection, actor: Actor) -> int:
+    """Soft-delete every live record at once; the table, its grants and next_id stay, so ids are
+    still never reused. One provenance row ('clear' on the collection path). Returns how many."""
+    row, _ = _lock(conn, collection)
+    cleared = conn.execute(
+        """UPDATE artifacts SET deleted_at = clock_timestamp(), updated_at = clock_timestamp(),
+                  version = version + 1, updated_by = %s
+            WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (actor.name, row["id"])).rowcount
+    record_change(conn, org_id=row["org_id"], display_path=collection_path(row["org_id"], row["name"]),
+                  operation="clear", version=None, actor=actor)
+    return cleared
+
+
+# --- reads ----------------------------------------------------------------------------------------
+
+def get_record(conn: Conn, collection: Collection, record_id: object, *, display_path: bool = True) -> dict[str, Any]:
+    """One live record; NotFound names the collection and how to find ids."""
+    row = _live_row(conn, collection.id, record_id, collection.name)
+    return as_record(row, collection.name, stored_columns(collection.columns), display_path=display_path)
+
+
+def list_records(conn: Conn, collection: Collection, *, where: object = None, since: object = None,
+                 order: object = None, limit: object = None, offset: object = None,
+                 display_path: bool = False, tool_name: str = "record_list") -> dict[str, Any]:
+    """{total, records}; total counts every match regardless of paging. A narrowed listing (where
+    or since) that matches nothing adds a hint saying what was asked and what to try."""
+    columns = stored_columns(collection.columns)
+    plan = rq.plan_list(columns, where=where, since=since, order=order, limit=limit, offset=offset, tool=tool_name)
+    rows, total = rq.run_list(conn, collection.id, plan)
+    out: dict[str, Any] = {"total": total,
+                           "records": [as_record(r, collection.name, columns, display_path=display_path) for r in rows]}
+    if total == 0 and (where is not None or since is not None):
+        out["hint"] = rq.empty_hint(conn, collection.id, collection.name, columns, where=where, since=since)
+    return out
+
+
+def search_records(conn: Conn, collections: Sequence[Collection], query: object, *, where: object = None,
+                   limit: object = None, named: bool = True, display_path: bool = False,
+                   tool_name: str = "record_search") -> dict[str, Any]:
+    """Text search over ``collections``: the one the caller named (``named``), or every readable
+    one. where needs a named collection, since it names that collection's columns."""
+    problems: list[str] = []
+    text = rq.check_query(query, problems)
+    size = rq.parse_limit(limit, problems)
+    filters = rq.Filters()
+    if where is not None:
+        if not named or len(collections) != 1:
+            problems.append("where: needs collection, since where names a collection's columns; name the"
+                            " collection, or drop where to search every collection you can read")
+        else:
+            filters = rq.parse_where(stored_columns(collections[0].columns), where, problems)
+    rq.reject(tool_name, problems)
+    if not collections:
+        return {"total": 0, "records": [], "hint": "no collection is readable, so there is nothing to search"}
+    by_id = {c.id: (c, stored_columns(c.columns)) for c in collections}
+    rows, total = rq.run_search(conn, list(by_id), text, filters, size)
+    out: dict[str, Any] = {"total": total, "records": [
+        as_record(r, by_id[r["collection_id"]][0].name, by_id[r["collection_id"]][1], display_path=display_path)
+        for r in rows]}
+    if total == 0:
+        out["hint"] = rq.search_hint(text)
+    return out
+
+
+def export_records(db: Database, collection: Collection, *, batch: int = 500) -> Iterator[dict[str, Any]]:
+    """Every live record, by id, as the API returns it. A server-side cursor feeds the rows in
+    batches, so memory stays constant however many records there are; the connection is held only
+    while the iterator is consumed, and closing the iterator early releases it."""
+    columns = stored_columns(collection.columns)
+    with db.connection() as conn, conn.transaction():
+        with conn.cursor(name=f"export_{collection.id}") as cur:
+            cur.execute(f"SELECT {rq.RECORD_COLUMNS} FROM artifacts a WHERE a.collection_id = %s AND {rq.LIVE}"
+                        " ORDER BY (a.key::bigint)", (collection.id,))
+            while rows := cur.fetchmany(batch):
+                for row in rows:
+                    yield as_record(row, collection.name, columns, display_path=True)
+
+
+# --- the agent tools ------------------------------------------------------------------------------
+
+def _tool_record(record: dict[str, Any]) -> dict[str, Any]:
+    record.pop("display_path", None)
+    return record
+
+
+@tool("record_add", "Add a record to a collection; every problem with the body is reported at once.",
+      collection=Arg("string", required=True, description="the collection's name"),
+      body=Arg("object", required=True, description="declared columns only"))
+def tool_record_add(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
+    with db.transaction() as conn:
+        collection = collection_for_agent(conn, call.agent, args["collection"], "write", lock=True)
+        result = record_add(conn, collection, args["body"], call.actor)
+    out: dict[str, Any] = {"record": _tool_record(result.record)}
+    if result.merged is not None:
+        out["note"] = f"merged into existing record {result.merged}"
+        if result.warnings:
+            out["warnings"] = result.warnings
+    return out
+
+
+@tool("record_update", "Change columns of one record; null clears an optional column.",
+      collection=Arg("string", required=True), id=Arg("integer", required=True),
+      body=Arg("object", required=True, description="the columns that change"))
+def tool_record_update(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
+    with db.transaction() as conn:
+        collection = collection_for_agent(conn, call.agent, args["collection"], "write", lock=True)
+        result = record_update(conn, collection, args["id"], args["body"], call.actor)
+    out: dict[str, Any] = {"record": _tool_record(result.record)}
+    if result.warnings:
+        out["warnings"] = result.warnings
+    return out
+
+
+@tool("record_remove", "Remove one record by id.",
+      collection=Arg("string", required=True), id=Arg("integer", required=True))
+def tool_record_remove(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
+    with db.transaction() as conn:
+        collection = collection_for_agent(conn, call.agent, args["collection"], "write", lock=True)
+        return {"removed": record_remove(conn, collection, args["id"], call.actor)}
+
+
+@tool("record_list", "List one collection's records, narrowed by where and since, ordered and paged.",
+      collection=Arg("string", required=True), where=Arg("object"), since=Arg("string"),
+      order=Arg("string|object"), limit=Arg("integer"), offset=Arg("integer"))
+def tool_record_list(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
+    with db.connection() as conn:
+        collection = collection_for_agent(conn, call.agent, args["collection"], "read")
+        return list_records(conn, collection, where=args.get("where"), since=args.get("since"),
+                            order=args.get("order"), limit=args.get("limit"), offset=args.get("offset"))
+
+
+@tool("record_search", "Search records by the words in their values, in one collection or every readable one.",
+      collection=Arg("string"), query=Arg("string", required=True), where=Arg("object"), limit=Arg("integer"))
+def tool_record_search(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
+    with db.connection() as conn:
+        if "collection" in args:
+            collections = [collection_for_agent(conn, call.agent, args["collection"], "read")]
+        else:
+            collections = [c for c, _ in granted_collections(conn, call.agent)]
+        return search_records(conn, collections, args.get("query"), where=args.get("where"),
+                              limit=args.get("limit"), named="collection" in args)

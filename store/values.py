@@ -1,0 +1,162 @@
+"""Per-type checks of record values: what a column accepts, and the exact line a rejected value gets.
+
+A body is checked whole and every problem comes back at once, in the specification's wording
+(``column "score": expected number; got "42"``), so that a model fixes all of them in one retry.
+There is no coercion: "42" is not a number and "true" is not a boolean. The only rewriting is of
+datetimes, which are stored in UTC so that equal instants compare equal whatever offset they came in.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from store.columns import Column
+
+MAX_ITEMS = 50
+MAX_ITEM_LENGTH = 200
+_MISSING = object()
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value as the model sent it (JSON), shortened so one huge value cannot flood the message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_number(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value))
+
+
+def utc_iso(moment: datetime) -> str:
+    """The stored form of an instant: UTC, ISO 8601 with a Z, microseconds only when present."""
+    text = moment.astimezone(timezone.utc).replace(tzinfo=None).isoformat()
+    return text + "Z"
+
+
+def parse_datetime(value: str) -> datetime | str:
+    """The aware datetime, or the reason it is not one ('unparsable' or 'no timezone')."""
+    text = value.strip()
+    if len(text) < 10 or not text[:4].isdigit():
+        return "unparsable"
+    try:
+        moment = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        return "unparsable"
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return "no timezone"
+    return moment
+
+
+def check_value(column: Column, value: object) -> tuple[Any, str | None]:
+    """(the value to store, None) when ``column`` accepts ``value``; (None, the problem) otherwise.
+    The problem is the part after ``column "x": ``."""
+    kind = column.type
+    if kind == "text":
+        if not isinstance(value, str):
+            return None, f"expected text; got {shown(value)}"
+        if column.values is not None and value not in column.values:
+            return None, f"expected one of {', '.join(column.values)}; got {shown(value)}"
+        return value, None
+    if kind == "number":
+        if not is_number(value):
+            return None, f"expected number; got {shown(value)}"
+        return value, None
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            return None, f"expected true or false; got {shown(value)}"
+        return value, None
+    if kind == "datetime":
+        if not isinstance(value, str):
+            return None, f"expected an ISO 8601 datetime with a timezone, such as 2024-05-01T09:30:00Z; got {shown(value)}"
+        moment = parse_datetime(value)
+        if moment == "unparsable":
+            return None, (f"unparsable datetime; got {shown(value)}; send ISO 8601 with a timezone, "
+                          "such as 2024-05-01T09:30:00Z")
+        if moment == "no timezone":
+            return None, (f"datetime without a timezone; got {shown(value)}; add Z or an offset, "
+                          "such as 2024-05-01T09:30:00+02:00")
+        return utc_iso(moment), None  # type: ignore[arg-type]
+    if kind == "array":
+        return _check_array(column, value)
+    return None, f"the column has an unknown type {kind}; ask the operator to fix the collection's columns"
+
+
+def _check_array(column: Column, value: object) -> tuple[Any, str | None]:
+    if not isinstance(value, list):
+        return None, f"expected a list of distinct non-empty strings; got {shown(value)}"
+    if len(value) > MAX_ITEMS:
+        return None, f"expected at most {MAX_ITEMS} items; got {len(value)}"
+    seen: set[str] = set()
+    for index, item in enumerate(value, 1):
+        if not isinstance(item, str) or not item:
+            return None, f"expected a list of distinct non-empty strings; item {index} is {shown(item)}"
+        if len(item) > MAX_ITEM_LENGTH:
+            return None, f"item {index} is {len(item)} characters long; at most {MAX_ITEM_LENGTH} are allowed"
+        if item in seen:
+            return None, f"expected distinct items; {shown(item)} appears twice"
+        if column.values is not None and item not in column.values:
+            return None, f"expected items from {', '.join(column.values)}; got {shown(item)}"
+        seen.add(item)
+    return list(value), None
+
+
+def declared_list(columns: Sequence[Column]) -> str:
+    return ", ".join(c.name for c in columns) or "(none)"
+
+
+def check_body(columns: Sequence[Column], body: dict[str, Any], *,
+               patch: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """Validate ``body`` against ``columns``. Returns (the values to store, every problem line).
+
+    A full body (record_add) must carry every required column; a patch (record_update) carries only
+    the columns that change, and null in it clears an optional column. In a full body null is the
+    same as leaving the column out; it stays in the result as None so that a body merged into an
+    existing record (the unique column matched) clears that column as a patch would."""
+    by_name = {c.name: c for c in columns}
+    clean: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, value in body.items():
+        column = by_name.get(name)
+        if column is None:
+            problems.append(f'column "{name}": unknown column; declared columns are {declared_list(columns)}')
+            continue
+        if value is None:
+            if column.required:
+                problems.append(f'column "{name}": missing required column' if not patch else
+                                f'column "{name}": required, so null cannot clear it; send a value')
+            else:
+                clean[name] = None  # null clears (a patch) or leaves the column empty (a body)
+            continue
+        stored, problem = check_value(column, value)
+        if problem:
+            problems.append(f'column "{name}": {problem}')
+        else:
+            clean[name] = stored
+    if not patch:
+        for column in columns:
+            if column.required and column.name not in body:
+                problems.append(f'column "{column.name}": missing required column')
+    return clean, problems
+
+
+def record_problems(columns: Sequence[Column], content: dict[str, Any],
+                    skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Problems of a stored record against the current columns (a retyped column, a changed
+    values list, a column that became required), leaving out the columns in ``skip``."""
+    problems = []
+    for column in columns:
+        if column.name in skip:
+            continue
+        value = content.get(column.name, _MISSING)
+        if value is _MISSING or value is None:
+            if column.required:
+                problems.append(f'column "{column.name}": missing required column')
+            continue
+        _, problem = check_value(column, value)
+        if problem:
+            problems.append(f'column "{column.name}": {problem}')
+    return problems

@@ -1,0 +1,350 @@
+"""record_add, record_update and record_remove through the agent tool route and the operator's HTTP
+routes: the exact problem lines, ids, the unique identity merge, warnings, caps, provenance and
+events, access, and 32 simultaneous adds of one unique value."""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+
+from store import admin, records
+from store.grants import collection_for_agent
+from store.agents import AgentCall, load_agent
+from test_records_support import LEADS, PEOPLE, bulk_records, call_tool, grant, make_collection, ok
+
+
+@pytest.fixture
+def leads(db, boot) -> dict[str, Any]:
+    """The specification's example table, owned by the bootstrap guild, so its agent has write."""
+    return make_collection(db, boot["org_id"], "leads", LEADS, guild_id=boot["guild_id"])
+
+
+@pytest.fixture
+def people(db, boot) -> dict[str, Any]:
+    return make_collection(db, boot["org_id"], "people", PEOPLE, guild_id=boot["guild_id"])
+
+
+def add(server, service, boot, body: dict[str, Any], collection: str = "leads"):
+    return call_tool(server, service, boot["agent_id"], "record_add", collection=collection, body=body)
+
+
+def live_count(db, coll) -> int:
+    with db.connection() as conn:
+        return conn.execute("SELECT count(*) AS n FROM artifacts WHERE collection_id = %s AND deleted_at IS NULL",
+                            (coll["id"],)).fetchone()["n"]
+
+
+def changes(db, path: str) -> list[dict[str, Any]]:
+    with db.connection() as conn:
+        return conn.execute("SELECT operation, version, actor_type, actor_name, tool_name FROM file_changes"
+                            " WHERE display_path = %s ORDER BY id", (path,)).fetchall()
+
+
+# --- record_add ----------------------------------------------------------------------------------
+
+def test_record_add_returns_the_record_with_its_id_and_meta(server, db, boot, service, leads) -> None:
+    out = ok(add(server, service, boot, {"email": "ada@example.com", "status": "new", "score": 7.5}))
+    record = out["record"]
+    assert "note" not in out
+    assert record["id"] == 1 and record["collection"] == "leads"
+    assert record["email"] == "ada@example.com" and record["status"] == "new" and record["score"] == 7.5
+    assert record["signed_up_at"] is None  # every declared column is there, null when empty
+    assert record["version"] == 1 and record["updated_by"] == "Scout"
+    assert record["created_at"].endswith("Z") and record["updated_at"].endswith("Z")
+    assert "display_path" not in record  # the API adds it; tools do not
+    assert ok(add(server, service, boot, {"email": "bob@example.com"}))["record"]["id"] == 2
+    with db.connection() as conn:
+        row = conn.execute("SELECT key, level, display_path, content_json, identity, search_blob FROM artifacts"
+                           " WHERE collection_id = %s AND key = '1'", (leads["id"],)).fetchone()
+    assert row["display_path"] == f"org/{boot['org_id']}/collections/leads/1"
+    assert row["content_json"] == {"email": "ada@example.com", "status": "new", "score": 7.5}
+    assert row["identity"] == "ada@example.com"
+    assert "email" not in row["search_blob"].split() and "ada@example.com" in row["search_blob"]
+    # record_add publishes on the collection path
+    history = changes(db, f"org/{boot['org_id']}/collections/leads")
+    assert [(c["operation"], c["version"], c["actor_type"], c["tool_name"]) for c in history] == [
+        ("create", 1, "agent", "record_add"), ("create", 1, "agent", "record_add")]
+
+
+def test_record_add_reports_every_problem_in_the_specifications_words(server, db, boot, service, leads) -> None:
+    r = add(server, service, boot, {"email": "ada@example.com", "status": "pending", "score": "42", "notes": "hi"})
+    assert r.status_code == 422
+    assert r.json()["error"] == (
+        'record rejected\n'
+        '- column "status": expected one of new, contacted, won, lost; got "pending"\n'
+        '- column "score": expected number; got "42"\n'
+        '- column "notes": unknown column; declared columns are email, status, score, signed_up_at')
+    assert r.json()["problems"] == [
+        'column "status": expected one of new, contacted, won, lost; got "pending"',
+        'column "score": expected number; got "42"',
+        'column "notes": unknown column; declared columns are email, status, score, signed_up_at']
+    assert live_count(db, leads) == 0
+    with db.connection() as conn:
+        assert conn.execute("SELECT next_id FROM artifact_collections WHERE id = %s",
+                            (leads["id"],)).fetchone()["next_id"] == 1
+        assert conn.execute("SELECT count(*) AS n FROM file_changes").fetchone()["n"] == 0
+
+
+def test_every_type_rule_is_a_problem_line_and_there_is_no_coercion(server, db, boot, service, people) -> None:
+    r = add(server, service, boot, {
+        "city": 12, "stage": "old", "age": "42", "met_at": "2024-05-01T09:30:00", "vip": "true",
+        "tags": ["a", "a"], "langs": ["en", "es"]}, collection="people")
+    assert r.status_code == 422
+    assert r.json()["problems"] == [
+        'column "city": expected text; got 12',
+        'column "stage": expected one of new, active, done; got "old"',
+        'column "age": expected number; got "42"',
+        'column "met_at": datetime without a timezone; got "2024-05-01T09:30:00"; add Z or an offset, such as'
+        ' 2024-05-01T09:30:00+02:00',
+        'column "vip": expected true or false; got "true"',
+        'column "tags": expected distinct items; "a" appears twice',
+        'column "langs": expected items from en, fr, de; got "es"',
+        'column "name": missing required column']
+    r = add(server, service, boot, {"name": "x", "met_at": "next tuesday", "tags": "a", "age": True},
+            collection="people")
+    assert r.json()["problems"] == [
+        'column "met_at": unparsable datetime; got "next tuesday"; send ISO 8601 with a timezone, such as'
+        ' 2024-05-01T09:30:00Z',
+        'column "tags": expected a list of distinct non-empty strings; got "a"',
+        'column "age": expected number; got true']
+    assert live_count(db, people) == 0
+
+
+def test_datetimes_are_stored_in_utc_and_an_empty_list_is_a_value(server, boot, service, people) -> None:
+    record = ok(add(server, service, boot, {"name": "Ada", "met_at": "2024-05-01T11:30:00+02:00", "tags": [],
+                                            "vip": False, "age": 36}, collection="people"))["record"]
+    assert record["met_at"] == "2024-05-01T09:30:00Z"
+    assert record["tags"] == [] and record["vip"] is False and record["age"] == 36
+
+
+def test_ids_start_at_one_and_are_never_reused(server, db, boot, service, operator, leads) -> None:
+    for i in range(3):
+        ok(add(server, service, boot, {"email": f"u{i}@example.com"}))
+    assert ok(call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=3)) == {"removed": 3}
+    assert ok(add(server, service, boot, {"email": "after-remove@example.com"}))["record"]["id"] == 4
+    cleared = ok(operator.delete(f"{server.url}/api/collections/{leads['id']}/records"))
+    assert cleared == {"cleared": 3, "collection": "leads"}
+    assert live_count(db, leads) == 0
+    assert ok(add(server, service, boot, {"email": "after-clear@example.com"}))["record"]["id"] == 5
+    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads")][-2:] == ["clear", "create"]
+
+
+# --- the unique column ---------------------------------------------------------------------------
+
+def test_an_add_with_an_existing_unique_value_merges_into_that_record(server, db, boot, service, operator,
+                                                                      leads) -> None:
+    ok(add(server, service, boot, {"email": "Ada@Example.com", "status": "new", "score": 1}))
+    out = ok(add(server, service, boot, {"email": "  ada@example.COM ", "status": "won"}))
+    assert out["note"] == "merged into existing record 1"
+    assert out["record"]["id"] == 1 and out["record"]["status"] == "won" and out["record"]["score"] == 1
+    assert out["record"]["email"] == "  ada@example.COM " and out["record"]["version"] == 2
+    assert live_count(db, leads) == 1
+    # the HTTP API says merged: <id>, with 200 rather than 201
+    r = operator.post(f"{server.url}/api/collections/{leads['id']}/records",
+                      json={"body": {"email": "ADA@example.com", "score": 9}})
+    assert r.status_code == 200
+    assert r.json()["merged"] == 1 and r.json()["record"]["score"] == 9 and r.json()["record"]["version"] == 3
+    r = operator.post(f"{server.url}/api/collections/{leads['id']}/records", json={"body": {"email": "new@example.com"}})
+    assert r.status_code == 201 and r.json()["merged"] is None and r.json()["record"]["id"] == 2
+    assert r.json()["record"]["display_path"] == f"org/{boot['org_id']}/collections/leads/2"
+    # a merge is an update of that record: provenance on the record path
+    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == ["update", "update"]
+
+
+def test_a_removed_records_unique_value_is_free_again(server, boot, service, leads) -> None:
+    ok(add(server, service, boot, {"email": "ada@example.com"}))
+    ok(call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=1))
+    out = ok(add(server, service, boot, {"email": "ada@example.com"}))
+    assert out["record"]["id"] == 2 and "note" not in out
+
+
+def test_moving_the_unique_value_onto_another_record_is_409_naming_it(server, db, boot, service, leads) -> None:
+    ok(add(server, service, boot, {"email": "ada@example.com"}))
+    ok(add(server, service, boot, {"email": "bob@example.com"}))
+    r = call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=2,
+                  body={"email": "ADA@example.com"})
+    assert r.status_code == 409
+    assert r.json()["error"] == ('column "email": "ADA@example.com" is already held by record 1 of leads; a unique'
+                                 ' value belongs to one record, so update record 1 instead, or choose another value')
+    with db.connection() as conn:
+        row = conn.execute("SELECT content_json, version FROM artifacts WHERE collection_id = %s AND key = '2'",
+                           (leads["id"],)).fetchone()
+    assert row["content_json"] == {"email": "bob@example.com"} and row["version"] == 1
+
+
+def test_thirty_two_simultaneous_adds_of_one_value_make_one_record_and_31_merges(db, boot, leads) -> None:
+    with db.connection() as conn:
+        agent = load_agent(conn, boot["agent_id"], {boot["org_id"]})
+    start = threading.Barrier(32)
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            with psycopg.connect(db.conninfo, autocommit=True, row_factory=psycopg.rows.dict_row) as conn:
+                start.wait()
+                with conn.transaction():
+                    call = AgentCall.open(conn, agent, tool="record_add")
+                    coll = collection_for_agent(conn, agent, "leads", "write", lock=True)
+                    results.append(records.record_add(conn, coll, {"email": "Same@Example.com", "score": i},
+                                                      call.actor))
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(results) == 32
+    assert sum(1 for r in results if r.merged is None) == 1
+    assert sorted(r.merged for r in results if r.merged is not None) == [1] * 31
+    assert live_count(db, leads) == 1
+    with db.connection() as conn:
+        row = conn.execute("SELECT version FROM artifacts WHERE collection_id = %s", (leads["id"],)).fetchone()
+        assert row["version"] == 32
+        assert conn.execute("SELECT next_id FROM artifact_collections WHERE id = %s",
+                            (leads["id"],)).fetchone()["next_id"] == 2
+
+
+# --- record_update and record_remove -------------------------------------------------------------
+
+def test_record_update_merges_a_patch_and_null_clears(server, db, boot, service, leads) -> None:
+    ok(add(server, service, boot, {"email": "ada@example.com", "status": "new", "score": 3}))
+    out = ok(call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=1,
+                       body={"status": "won", "score": None}))
+    assert "warnings" not in out
+    record = out["record"]
+    assert (record["email"], record["status"], record["score"], record["version"]) == ("ada@example.com", "won", None, 2)
+    with db.connection() as conn:
+        assert conn.execute("SELECT content_json FROM artifacts WHERE collection_id = %s",
+                            (leads["id"],)).fetchone()["content_json"] == {"email": "ada@example.com", "status": "won"}
+    assert [(c["operation"], c["version"]) for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == [
+        ("update", 2)]
+    r = call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=1,
+                  body={"email": None, "score": "high"})
+    assert r.status_code == 422
+    assert r.json()["problems"] == ['column "email": required, so null cannot clear it; send a value',
+                                    'column "score": expected number; got "high"']
+    r = call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=99, body={"score": 1})
+    assert r.status_code == 404
+    assert r.json()["error"] == ("unknown record 99 in collection leads: no live record has that id;"
+                                 " record_list or record_search find ids")
+
+
+def test_problems_in_untouched_columns_come_back_as_warnings(server, db, boot, service, operator, leads) -> None:
+    ok(add(server, service, boot, {"email": "ada@example.com", "status": "contacted", "score": 3}))
+    # The operator narrows the values list and retypes score: stored values stay as they are.
+    columns = [dict(c) for c in LEADS]
+    columns[1]["values"] = ["new", "won", "lost"]
+    columns[2]["type"] = "text"
+    with db.transaction() as conn:
+        conn.execute("UPDATE artifact_collections SET columns = %s WHERE id = %s", (json.dumps(columns), leads["id"]))
+    out = ok(call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=1,
+                       body={"signed_up_at": "2024-01-02T03:04:05Z"}))
+    assert out["warnings"] == ['column "status": expected one of new, won, lost; got "contacted"',
+                               'column "score": expected text; got 3']
+    assert out["record"]["signed_up_at"] == "2024-01-02T03:04:05Z" and out["record"]["version"] == 2
+    r = operator.patch(f"{server.url}/api/collections/{leads['id']}/records/1", json={"body": {"status": "won"}})
+    assert ok(r)["warnings"] == ['column "score": expected text; got 3']
+
+
+def test_record_remove_soft_deletes_and_the_record_is_gone_for_readers(server, db, boot, service, operator,
+                                                                       leads) -> None:
+    ok(add(server, service, boot, {"email": "ada@example.com"}))
+    assert ok(call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=1)) == {"removed": 1}
+    r = call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=1)
+    assert r.status_code == 404
+    r = operator.get(f"{server.url}/api/collections/{leads['id']}/records/1")
+    assert r.status_code == 404
+    with db.connection() as conn:
+        row = conn.execute("SELECT deleted_at, version FROM artifacts WHERE collection_id = %s", (leads["id"],)).fetchone()
+    assert row["deleted_at"] is not None and row["version"] == 2
+    assert [(c["operation"], c["version"]) for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == [
+        ("delete", 2)]
+
+
+def test_writes_notify_the_collection_path_on_add_and_the_record_path_after(server, db, boot, service, leads) -> None:
+    with psycopg.connect(db.conninfo, autocommit=True) as listener:
+        listener.execute("LISTEN \"guild.files.changed\"")
+        ok(add(server, service, boot, {"email": "ada@example.com"}))
+        ok(call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=1, body={"score": 2}))
+        ok(call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=1))
+        add(server, service, boot, {"email": 5})  # rejected: no event
+        events = [json.loads(n.payload) for n in listener.notifies(timeout=1.0, stop_after=4)]
+    base = f"org/{boot['org_id']}/collections/leads"
+    assert [(e["display_path"], e["operation"], e["version"]) for e in events] == [
+        (base, "create", 1), (f"{base}/1", "update", 2), (f"{base}/1", "delete", 3)]
+
+
+# --- access and caps -----------------------------------------------------------------------------
+
+def test_read_access_refuses_writes_and_no_access_reads_as_unknown(server, db, boot, service) -> None:
+    shared = make_collection(db, boot["org_id"], "shared", LEADS)
+    make_collection(db, boot["org_id"], "secret", LEADS)
+    grant(db, shared["id"], agent_id=boot["agent_id"], mode="read")
+    r = add(server, service, boot, {"email": "ada@example.com"}, collection="shared")
+    assert r.status_code == 403 and "collection shared is read-only for this agent" in r.json()["error"]
+    assert ok(call_tool(server, service, boot["agent_id"], "record_list", collection="shared")) == {
+        "total": 0, "records": []}
+    for name in ("secret", "nope"):
+        r = add(server, service, boot, {"email": "ada@example.com"}, collection=name)
+        assert r.status_code == 404 and r.json()["error"] == f"unknown collection {name}"
+
+
+def test_ten_thousand_live_records_is_the_cap(server, db, boot, service, leads) -> None:
+    bulk_records(db, leads, 10_000)
+    r = add(server, service, boot, {"email": "one-more@example.com"})
+    assert r.status_code == 422
+    assert r.json()["error"].startswith("collection leads already holds 10000 live records, the most a collection")
+    # a merge is not a new record, so it still goes through at the cap
+    out = ok(add(server, service, boot, {"email": "user5@example.com", "status": "won"}))
+    assert out["note"] == "merged into existing record 5"
+    ok(call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=1))
+    assert ok(add(server, service, boot, {"email": "one-more@example.com"}))["record"]["id"] == 10_001
+
+
+def test_more_than_32_kb_of_value_text_is_413(server, db, boot, service, people) -> None:
+    # 16 500 characters, but 33 000 bytes of UTF-8: the cap is on bytes of indexed text
+    r = add(server, service, boot, {"name": "Ada", "city": "é" * 16_500}, collection="people")
+    assert r.status_code == 413
+    assert r.json()["error"].startswith("record rejected: its values come to 33004 bytes of indexed text")
+    assert "over the 32 KB a record of people may hold" in r.json()["error"]
+    assert live_count(db, people) == 0
+    assert ok(add(server, service, boot, {"name": "Ada", "city": "x" * 20_000}, collection="people"))["record"]["id"] == 1
+
+
+# --- the operator's routes -----------------------------------------------------------------------
+
+def test_operator_routes_read_write_and_answer_other_organisations_as_unknown(server, db, boot, operator,
+                                                                              leads) -> None:
+    base = f"{server.url}/api/collections/{leads['id']}/records"
+    r = operator.post(base, json={"body": {"email": "ada@example.com", "status": "pending"}})
+    assert r.status_code == 422 and r.json()["problems"] == [
+        'column "status": expected one of new, contacted, won, lost; got "pending"']
+    r = operator.post(base, json={"email": "ada@example.com"})
+    assert r.status_code == 422 and "body" in r.json()["error"]
+    created = ok(operator.post(base, json={"body": {"email": "ada@example.com"}}), 201)["record"]
+    assert created["updated_by"] == "ada@example.com"
+    got = ok(operator.get(f"{base}/1"))
+    assert got == created
+    patched = ok(operator.patch(f"{base}/1", json={"body": {"score": 4}}))
+    assert patched["record"]["score"] == 4 and patched["warnings"] == []
+    assert [c["actor_type"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == ["user"]
+    assert ok(operator.delete(f"{base}/1")) == {"removed": 1}
+    assert operator.get(f"{base}/1").status_code == 404
+    other = make_collection(db, boot["org_id"], "elsewhere", LEADS)
+    stranger = admin.bootstrap(db, org_name="Other")
+    theirs = make_collection(db, stranger["org_id"], "leads", LEADS)
+    for url in (f"{server.url}/api/collections/{theirs['id']}/records", f"{server.url}/api/collections/999999/records"):
+        r = operator.get(url)
+        assert r.status_code == 404 and r.json()["error"].startswith("unknown collection")
+        assert operator.post(url, json={"body": {"email": "x@example.com"}}).status_code == 404
+    assert ok(operator.get(f"{server.url}/api/collections/{other['id']}/records"))["total"] == 0
+    # the service token does not reach the operator's routes
+    service = server.session(bearer=boot["service_token"])
+    assert service.get(base).status_code == 404
