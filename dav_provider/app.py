@@ -6,6 +6,8 @@ from typing import Any
 from wsgidav.wsgidav_app import WsgiDAVApp
 
 from dav_provider.auth import StoreDomainController
+from dav_provider.locks import PgLockStorage
+from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
 from store.db import Database
@@ -28,7 +30,8 @@ def build_dav_app(db: Database, door: Door) -> WsgiDAVApp:
         "logging": {"enable": False, "enable_loggers": []},
         # The gateway writes its own access log line per request.
         "dir_browser": {"enable": True, "response_trailer": "Host Finder"},
-        "lock_storage": True,
-        "property_manager": True,
+        # Locks and dead properties in PostgreSQL, so that several gateway processes share them.
+        "lock_storage": PgLockStorage(db),
+        "property_manager": PgPropertyManager(db),
     }
     return WsgiDAVApp(config)

@@ -1,17 +1,27 @@
 """HostDAVProvider: resolves a request path to a resource over the Host tree.
-(Foundation stub: an empty, authenticated root; the tree arrives with the WebDAV issue.)"""
+
+One HostTree per request (in the environ), built for the principal the domain controller put
+there. A folder's listing keeps its Nodes for the request, so PROPFIND depth 1 resolves every
+member from the listing instead of one query per child."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import parse_qs, quote
 
-from wsgidav.dav_provider import DAVCollection, DAVProvider
+from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
+from wsgidav.dav_provider import DAVProvider
 
+from dav_provider.locks import reset_request_cache
+from dav_provider.resources import NODES, FileResource, FolderResource, resource_for, store_call
+from dav_provider.view import render_note
+from store.access import PRINCIPAL_KEY
 from store.db import Database
+from store.errors import NotFound, StoreError
+from store.host import HostTree
 
-
-class _EmptyRoot(DAVCollection):
-    def get_member_names(self) -> list[str]:
-        return []
+TREE = "hostfinder.tree"
+MARKDOWN_KINDS = ("note", "task", "memory", "history")
 
 
 class HostDAVProvider(DAVProvider):
@@ -19,7 +29,69 @@ class HostDAVProvider(DAVProvider):
         super().__init__()
         self.db = db
 
-    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> DAVCollection | None:
-        if path in ("", "/"):
-            return _EmptyRoot("/", environ)
-        return None
+    def tree(self, environ: dict[str, Any]) -> HostTree | None:
+        tree = environ.get(TREE)
+        if tree is None:
+            principal = environ.get(PRINCIPAL_KEY)
+            if principal is None:
+                return None
+            tree = environ[TREE] = HostTree(self.db, principal)
+        return tree
+
+    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> FolderResource | FileResource | None:
+        tree = self.tree(environ)
+        if tree is None:
+            return None
+        cached = environ.get(NODES, {}).get(path.rstrip("/") or "/")
+        if cached is not None:
+            return resource_for(path, environ, cached)
+        try:
+            node = tree.stat(path)
+        except NotFound:
+            return self._lock_null(path, environ)
+        except StoreError as exc:
+            store_call(_raise, exc)
+            raise
+        if environ.get("REQUEST_METHOD") in ("GET", "HEAD", "PROPFIND"):
+            # WsgiDAV's dir browser and its request server each resolve the path: one query.
+            environ.setdefault(NODES, {})[path.rstrip("/") or "/"] = node
+        return resource_for(path, environ, node)
+
+    def _lock_null(self, path: str, environ: dict[str, Any]) -> FileResource | None:
+        """A name locked before its first write (Finder: LOCK, then PUT) stays virtual until the
+        body arrives, so an abandoned upload leaves no empty note; WsgiDAV still needs a resource
+        to report the lock on."""
+        if self.lock_manager is None or not self.lock_manager.storage.get_lock_list(
+                quote(path.rstrip("/")), include_root=True, include_children=False, token_only=True):
+            return None
+        return FileResource(path, environ, None)
+
+    def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
+                               default_handler: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
+        reset_request_cache()
+        method = environ.get("REQUEST_METHOD")
+        if method == "PROPFIND" and environ.get("HTTP_DEPTH", "infinity").strip().lower() == "infinity":
+            # Depth infinity over thousands of notes is a denial of service; RFC 4918 9.1 lets a
+            # server refuse it with this precondition. Clients fall back to depth 1.
+            raise DAVError(HTTP_FORBIDDEN, context_info="PROPFIND with Depth: infinity is not supported; "
+                           "list one folder at a time with Depth: 1",
+                           err_condition=PRECONDITION_CODE_PropfindFiniteDepth)
+        if method == "GET" and "html" in parse_qs(environ.get("QUERY_STRING", "")).get("view", []):
+            return self._html_view(environ, start_response, default_handler)
+        return default_handler(environ, start_response)
+
+    def _html_view(self, environ: dict[str, Any], start_response: Callable[..., Any],
+                   default_handler: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
+        res = self.get_resource_inst(environ["PATH_INFO"], environ)
+        if not isinstance(res, FileResource) or res.node is None or res.node.kind not in MARKDOWN_KINDS:
+            return default_handler(environ, start_response)
+        text = store_call(self.tree(environ).read, res.path).decode("utf-8", "replace")  # type: ignore[union-attr]
+        body = render_note(text, title="/" + res.node.path, mount=environ.get("SCRIPT_NAME", "").rstrip("/"))
+        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                  ("Content-Length", str(len(body))),
+                                  ("ETag", res.node.etag), ("Cache-Control", "no-cache")])
+        return [body]
+
+
+def _raise(exc: StoreError) -> None:
+    raise exc

@@ -1,0 +1,48 @@
+"""Store errors as DAV statuses: the one table of the WebDAV front end.
+
+The sentence travels in the DAVError's context_info, so it is in the response body (Finder hides
+bodies, so a refusal is also logged)."""
+from __future__ import annotations
+
+import logging
+
+from wsgidav.dav_error import DAVError
+
+from store import errors as e
+
+log = logging.getLogger(__name__)
+
+# Most specific first: the first class in the exception's MRO found here wins.
+STATUS: dict[type[e.StoreError], int] = {
+    e.Unauthenticated: 401,
+    e.NotFound: 404,
+    e.ReadOnly: 403,
+    e.Forbidden: 403,
+    e.NotANote: 403,
+    e.Invalid: 400,
+    e.Embedded: 409,
+    e.AlreadyExists: 412,
+    e.Conflict: 409,
+    e.TooLarge: 413,
+    e.LimitReached: 507,
+    e.PreconditionFailed: 412,
+    e.Locked: 423,
+    e.StoreError: 400,
+}
+
+
+def status_of(exc: e.StoreError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 400
+
+
+def dav_error(exc: e.StoreError) -> DAVError:
+    """The DAVError a client receives for a store refusal, with the sentence as its body."""
+    status = status_of(exc)
+    text = exc.message
+    if exc.problems and len(exc.problems) > 1:
+        text += "\n" + "\n".join(f"- {p}" for p in exc.problems)
+    log.info("refused (%s): %s", status, exc.message)
+    return DAVError(status, context_info=text)

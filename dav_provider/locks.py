@@ -1,0 +1,133 @@
+"""WsgiDAV's lock storage interface (LockStorageDict's methods) over store.locks.
+
+Locks live in PostgreSQL so that a lock taken through one gateway process is honoured by every
+other. A listing asks for the locks of every member; the live leases are read once per request
+(there are few) and kept in a per-thread cache that the provider resets at each request start and
+that every change here empties."""
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import quote, unquote
+
+from wsgidav.lock_man.lock_manager import generate_lock_token, normalize_lock_root, validate_lock
+
+from store import locks as leases
+from store.db import Database
+from store.paths import nfc
+
+LOCK_TIME_OUT_DEFAULT = 604800  # 1 week, as LockStorageDict
+LOCK_TIME_OUT_MAX = 4 * 604800
+
+_local = threading.local()
+
+
+def reset_request_cache() -> None:
+    """Forget what this thread read for the previous request."""
+    _local.leases = None
+
+
+def tree_path(ref_url: str) -> str:
+    """A WsgiDAV ref URL ('/org/1/a%20b.md') as a Host tree path ('org/1/a b.md')."""
+    return nfc(unquote(ref_url)).strip("/")
+
+
+def _ref_url(path: str) -> str:
+    return quote("/" + path)
+
+
+class PgLockStorage:
+    """LockStorageDict's interface, stored in path_leases."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __repr__(self) -> str:
+        return "PgLockStorage"
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        with self.db.transaction() as conn:
+            leases.purge(conn)
+
+    def clear(self) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM path_leases")
+        reset_request_cache()
+
+    def _to_lock(self, lease: dict[str, Any]) -> dict[str, Any]:
+        lock = {k: v for k, v in lease.items() if k not in ("path", "expires_at")}
+        lock["root"] = _ref_url(lease["path"]) if lease["path"] else "/"
+        lock["owner"] = lock.get("owner", "").encode("utf-8")
+        lock["expire"] = lease["expires_at"].timestamp()
+        return lock
+
+    def get(self, token: str) -> dict[str, Any] | None:
+        with self.db.connection() as conn:
+            lease = leases.get(conn, token)
+        return self._to_lock(lease) if lease else None
+
+    def create(self, path: str, lock: dict[str, Any]) -> dict[str, Any]:
+        assert lock.get("token") is None
+        root = normalize_lock_root(path)
+        timeout = lock.get("timeout")
+        timeout = LOCK_TIME_OUT_DEFAULT if timeout is None else float(timeout)
+        if timeout < 0 or timeout > LOCK_TIME_OUT_MAX:
+            timeout = LOCK_TIME_OUT_MAX
+        lock["root"] = root
+        lock["timeout"] = timeout
+        lock["expire"] = time.time() + timeout
+        validate_lock(lock)
+        lock["token"] = generate_lock_token()
+        owner = lock.get("owner") or b""
+        data = {"type": lock["type"], "scope": lock["scope"], "depth": lock["depth"],
+                "owner": owner.decode("utf-8", "replace") if isinstance(owner, bytes) else str(owner),
+                "timeout": timeout, "principal": lock.get("principal")}
+        with self.db.transaction() as conn:
+            leases.create(conn, lock["token"], tree_path(root), data,
+                          datetime.fromtimestamp(lock["expire"], timezone.utc))
+        reset_request_cache()
+        return lock
+
+    def refresh(self, token: str, *, timeout: float) -> dict[str, Any]:
+        if timeout < 0 or timeout > LOCK_TIME_OUT_MAX:
+            timeout = LOCK_TIME_OUT_MAX
+        with self.db.transaction() as conn:
+            current = leases.get(conn, token)
+            if current is None:
+                raise ValueError("Lock must exist")
+            data = {k: current[k] for k in ("type", "scope", "depth", "owner", "principal") if k in current}
+            data["timeout"] = timeout
+            lease = leases.refresh(conn, token, datetime.fromtimestamp(time.time() + timeout, timezone.utc), data)
+        reset_request_cache()
+        return self._to_lock(lease)  # type: ignore[arg-type]
+
+    def delete(self, token: str) -> bool:
+        with self.db.transaction() as conn:
+            done = leases.delete(conn, token)
+        reset_request_cache()
+        return done
+
+    def get_lock_list(self, path: str, *, include_root: bool, include_children: bool,
+                      token_only: bool) -> list[Any]:
+        target = tree_path(normalize_lock_root(path))
+        cached = getattr(_local, "leases", None)
+        if cached is None:
+            with self.db.connection() as conn:
+                cached = _local.leases = [self._to_lock(x) for x in leases.under(conn, "")]
+        out = []
+        for lock in cached:
+            if lock["expire"] < time.time():
+                continue
+            lpath = tree_path(lock["root"])
+            if (include_root and lpath == target) or (
+                    include_children and (target == "" or lpath.startswith(target + "/"))):
+                out.append(lock["token"] if token_only else lock)
+        return out

@@ -1,0 +1,81 @@
+"""WsgiDAV's PropertyManager interface over store.properties (dead properties in PostgreSQL).
+
+A PROPFIND allprop asks for the dead properties of every member of a folder; the first ask in a
+request loads the whole folder's properties in one query and keeps them in the request's environ."""
+from __future__ import annotations
+
+from typing import Any
+
+from store import properties
+from store.db import Database
+
+from dav_provider.locks import tree_path
+
+_CACHE = "hostfinder.props"
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+class PgPropertyManager:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __repr__(self) -> str:
+        return "PgPropertyManager"
+
+    def _props(self, norm_url: str, environ: dict[str, Any] | None) -> dict[str, str]:
+        path = tree_path(norm_url)
+        cache: dict[str, dict[str, dict[str, str]]] | None = environ.setdefault(_CACHE, {}) if environ is not None else None
+        folder = _parent(path)
+        if cache is not None and folder in cache:
+            return cache[folder].get(path, {})
+        with self.db.connection() as conn:
+            loaded = properties.get_children(conn, folder)
+        if cache is not None:
+            cache[folder] = loaded
+        return loaded.get(path, {})
+
+    def _forget(self, environ: dict[str, Any] | None) -> None:
+        if environ is not None:
+            environ.pop(_CACHE, None)
+
+    def get_properties(self, norm_url: str, environ: dict[str, Any] | None = None) -> list[str]:
+        return list(self._props(norm_url, environ))
+
+    def get_property(self, norm_url: str, name: str, environ: dict[str, Any] | None = None) -> str | None:
+        return self._props(norm_url, environ).get(name)
+
+    def write_property(self, norm_url: str, name: str, property_value: Any, dry_run: bool = False,
+                       environ: dict[str, Any] | None = None) -> None:
+        if dry_run:
+            return
+        value = property_value.decode("utf-8") if isinstance(property_value, bytes) else str(property_value)
+        with self.db.transaction() as conn:
+            properties.set(conn, tree_path(norm_url), name, value)
+        self._forget(environ)
+
+    def remove_property(self, norm_url: str, name: str, dry_run: bool = False,
+                        environ: dict[str, Any] | None = None) -> None:
+        if dry_run:
+            return
+        with self.db.transaction() as conn:
+            properties.remove(conn, tree_path(norm_url), name)
+        self._forget(environ)
+
+    def remove_properties(self, norm_url: str, environ: dict[str, Any] | None = None) -> None:
+        with self.db.transaction() as conn:
+            properties.clear(conn, tree_path(norm_url))
+        self._forget(environ)
+
+    def copy_properties(self, src_url: str, dest_url: str, environ: dict[str, Any] | None = None) -> None:
+        with self.db.transaction() as conn:
+            properties.copy(conn, tree_path(src_url), tree_path(dest_url))
+        self._forget(environ)
+
+    def move_properties(self, src_url: str, dest_url: str, with_children: bool,
+                        environ: dict[str, Any] | None = None) -> None:
+        with self.db.transaction() as conn:
+            properties.move(conn, tree_path(src_url), tree_path(dest_url))
+        self._forget(environ)

@@ -1,0 +1,220 @@
+"""Folder and file resources over the Host tree: each method is one HostTree call.
+
+A PUT body is spooled and becomes ONE store write in end_write, and only when the whole body
+arrived (with_errors False), so a broken upload leaves nothing behind. DELETE, MOVE and COPY have
+the tree's domain meaning (handle_* return True): WsgiDAV's file-by-file fallback never runs."""
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from wsgidav.dav_provider import DAVCollection, DAVNonCollection
+
+from dav_provider.errors import dav_error
+from store.errors import StoreError
+from store.host import HostTree, Node
+
+if TYPE_CHECKING:
+    from dav_provider.provider import HostDAVProvider
+
+T = TypeVar("T")
+NODES = "hostfinder.nodes"
+READ_ONLY_KINDS = ("history", "collection_json", "record")
+
+
+def store_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run one tree call; a store refusal becomes the DAVError of dav_provider.errors."""
+    try:
+        return fn(*args, **kwargs)
+    except StoreError as exc:
+        raise dav_error(exc) from exc
+
+
+def tree_of(environ: dict[str, Any]) -> HostTree:
+    return environ["hostfinder.tree"]
+
+
+def _join(parent: str, name: str) -> str:
+    return parent.rstrip("/") + "/" + name
+
+
+def resource_for(path: str, environ: dict[str, Any], node: Node) -> FolderResource | FileResource:
+    if node.is_dir:
+        return FolderResource(path, environ, node)
+    return FileResource(path, environ, node)
+
+
+class _Common:
+    """Timestamps, names and the domain DELETE / MOVE / COPY shared by folders and files."""
+
+    node: Node | None
+    path: str
+    environ: dict[str, Any]
+
+    def get_creation_date(self) -> float | None:
+        return self.node.created_at.timestamp() if self.node else None
+
+    def get_last_modified(self) -> float | None:
+        return self.node.modified_at.timestamp() if self.node else None
+
+    def handle_delete(self) -> bool:
+        store_call(tree_of(self.environ).delete, self.path)
+        return True
+
+    def handle_move(self, dest_path: str) -> bool:
+        overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
+        store_call(tree_of(self.environ).move, self.path, dest_path, overwrite=overwrite)
+        return True
+
+    def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
+        overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
+        store_call(tree_of(self.environ).copy, self.path, dest_path, overwrite=overwrite)
+        return True
+
+    def support_recursive_delete(self) -> bool:
+        return True
+
+    def support_recursive_move(self, dest_path: str) -> bool:
+        return True
+
+
+class FolderResource(_Common, DAVCollection):
+    def __init__(self, path: str, environ: dict[str, Any], node: Node) -> None:
+        DAVCollection.__init__(self, path, environ)
+        self.node = node
+        self._members: list[Node] | None = None
+
+    @property
+    def provider_(self) -> HostDAVProvider:
+        return self.provider  # type: ignore[return-value]
+
+    def _list(self) -> list[Node]:
+        if self._members is None:
+            self._members = store_call(tree_of(self.environ).list, self.path)
+            cache = self.environ.setdefault(NODES, {})
+            for node in self._members:
+                cache[_join(self.path, node.name)] = node
+        return self._members
+
+    def get_member_names(self) -> list[str]:
+        return [n.name for n in self._list()]
+
+    def get_member_list(self) -> list[Any]:
+        return [resource_for(_join(self.path, n.name), self.environ, n) for n in self._list()]
+
+    def get_member(self, name: str) -> Any:
+        path = _join(self.path, name)
+        node = self.environ.get(NODES, {}).get(path)
+        if node is not None:
+            return resource_for(path, self.environ, node)
+        return self.provider.get_resource_inst(path, self.environ)
+
+    def get_display_info(self) -> dict[str, str]:
+        return {"type": "Directory"}
+
+    def get_etag(self) -> None:
+        return None
+
+    def create_empty_resource(self, name: str) -> FileResource:
+        """A file that does not exist yet (PUT or LOCK on a new name): nothing is written until a
+        complete body arrives."""
+        path = _join(self.path, name)
+        store_call(tree_of(self.environ).check_write, path)
+        return FileResource(path, self.environ, None)
+
+    def create_collection(self, name: str) -> None:
+        store_call(tree_of(self.environ).mkdir, _join(self.path, name))
+
+    def prevent_locking(self) -> bool:
+        return not (self.node and self.node.writable)
+
+
+class _Spool(io.RawIOBase):
+    """Receives the PUT body; WsgiDAV closes the file object it writes, so the spool stays
+    readable until end_write."""
+
+    MAX_MEMORY = 1024 * 1024
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.file = tempfile.SpooledTemporaryFile(max_size=self.MAX_MEMORY)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return self.file.write(data)
+
+    def close(self) -> None:  # the body is read in end_write
+        pass
+
+    def data(self) -> bytes:
+        self.file.seek(0)
+        return self.file.read()
+
+    def discard(self) -> None:
+        self.file.close()
+
+
+class FileResource(_Common, DAVNonCollection):
+    def __init__(self, path: str, environ: dict[str, Any], node: Node | None) -> None:
+        DAVNonCollection.__init__(self, path, environ)
+        self.node = node
+        self._spool: _Spool | None = None
+
+    def get_content_length(self) -> int:
+        return self.node.size if self.node else 0
+
+    def get_content_type(self) -> str:
+        return self.node.content_type if self.node else "application/octet-stream"
+
+    def get_etag(self) -> str | None:
+        return self.node.etag.strip('"') if self.node else None
+
+    def support_etag(self) -> bool:
+        return self.node is not None
+
+    def support_ranges(self) -> bool:
+        return True
+
+    def get_display_info(self) -> dict[str, str]:
+        return {"type": "File"}
+
+    def get_content(self) -> io.BytesIO:
+        return io.BytesIO(store_call(tree_of(self.environ).read, self.path))
+
+    def prevent_locking(self) -> bool:
+        return bool(self.node and self.node.kind in READ_ONLY_KINDS)
+
+    def begin_write(self, *, content_type: str | None = None) -> _Spool:
+        if self.node is not None and not self.node.writable:
+            store_call(tree_of(self.environ).check_write, self.path)
+        self._spool = _Spool()
+        return self._spool
+
+    def end_write(self, *, with_errors: bool) -> None:
+        spool, self._spool = self._spool, None
+        if spool is None:
+            return
+        try:
+            if with_errors:
+                return  # a broken upload writes nothing
+            env = self.environ
+            self.node = store_call(tree_of(env).write, self.path, spool.data(),
+                                   if_match=env.get("HTTP_IF_MATCH"),
+                                   if_none_match=env.get("HTTP_IF_NONE_MATCH", "").strip() == "*",
+                                   if_unmodified_since=_http_date(env.get("HTTP_IF_UNMODIFIED_SINCE")))
+        finally:
+            spool.discard()
+
+
+def _http_date(value: str | None) -> Any:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,84 @@
+"""Path leases: protocol-neutral locks on Host tree paths, shared by every gateway process.
+
+A lease is a token on a path with a depth (0 or infinity), an expiry and the front end's own data
+(WebDAV keeps scope, type, owner XML and principal there). Expired leases are invisible and purged
+lazily. The Host tree clears a node's leases when the node is deleted or moved away.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from store.db import Conn
+
+Lease = dict[str, Any]
+
+
+def _like_prefix(path: str) -> str:
+    escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "/%"
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
+def _row(r: dict) -> Lease:
+    return {**r["data"], "token": r["token"], "path": r["path"], "expires_at": r["expires_at"]}
+
+
+def get(conn: Conn, token: str) -> Lease | None:
+    r = conn.execute("SELECT token, path, data, expires_at FROM path_leases WHERE token = %s AND expires_at > now()",
+                     (token,)).fetchone()
+    return _row(r) if r else None
+
+
+def create(conn: Conn, token: str, path: str, data: dict[str, Any], expires_at: datetime) -> Lease:
+    r = conn.execute("""INSERT INTO path_leases (token, path, data, expires_at) VALUES (%s, %s, %s, %s)
+                        RETURNING token, path, data, expires_at""", (token, path, Jsonb(data), expires_at)).fetchone()
+    return _row(r)
+
+
+def refresh(conn: Conn, token: str, expires_at: datetime, data: dict[str, Any] | None = None) -> Lease | None:
+    r = conn.execute("""UPDATE path_leases SET expires_at = %s, data = coalesce(%s, data)
+                        WHERE token = %s AND expires_at > now() RETURNING token, path, data, expires_at""",
+                     (expires_at, Jsonb(data) if data is not None else None, token)).fetchone()
+    return _row(r) if r else None
+
+
+def delete(conn: Conn, token: str) -> bool:
+    return conn.execute("DELETE FROM path_leases WHERE token = %s", (token,)).rowcount > 0
+
+
+def covering(conn: Conn, path: str, *, include_root: bool = True, include_children: bool = False) -> list[Lease]:
+    """Live leases on ``path`` (include_root), on its ancestors with depth infinity, and on paths
+    below it (include_children), in one query."""
+    ancestors = _ancestors(path)
+    rows = conn.execute(
+        """SELECT token, path, data, expires_at FROM path_leases
+           WHERE expires_at > now()
+             AND ((%s AND path = %s)
+                  OR (path = ANY(%s) AND data->>'depth' = 'infinity')
+                  OR (%s AND path LIKE %s))
+           ORDER BY created_at""",
+        (include_root, path, ancestors, include_children, _like_prefix(path) if path else "%")).fetchall()
+    return [_row(r) for r in rows]
+
+
+def under(conn: Conn, folder: str) -> list[Lease]:
+    """Every live lease on the folder, its ancestors or anything below it: what a listing of the
+    folder needs, in one query."""
+    return covering(conn, folder, include_root=True, include_children=True)
+
+
+def clear(conn: Conn, path: str) -> int:
+    """Drop the leases on ``path`` and below it (the node went away)."""
+    return conn.execute("DELETE FROM path_leases WHERE path = %s OR path LIKE %s",
+                        (path, _like_prefix(path))).rowcount
+
+
+def purge(conn: Conn) -> int:
+    return conn.execute("DELETE FROM path_leases WHERE expires_at <= now()").rowcount

@@ -1,0 +1,78 @@
+"""Clients' side files: the per-user scratch area.
+
+Finder writes ._name and .DS_Store beside every file it touches, vim writes name.swp and probes
+with 4913, Office writes ~$name, and editors save through temporary names. None of them is a note.
+They live here: per user (another user never sees them), in PostgreSQL (so every gateway process
+agrees), expiring a day after their last write, capped in size, and never in provenance, events or
+search. The Host tree decides which names are side files (store.paths.is_side_file).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from store.db import Conn
+from store.errors import LimitReached, TooLarge
+
+MAX_FILE = 8 * 1024 * 1024        # one side file (a full copy of a note is at most 256 KB)
+MAX_PER_USER = 64 * 1024 * 1024   # all of one user's live side files
+LIFETIME = "1 day"
+
+_META = "path, octet_length(content) AS size, version, created_at, updated_at, expires_at"
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def list_folder(conn: Conn, user_id: int, folder: str) -> list[dict]:
+    """The user's live side files directly in ``folder`` (without content), in one query."""
+    return conn.execute(
+        f"SELECT {_META} FROM scratch_files WHERE user_id = %s AND parent = %s AND expires_at > now()"
+        " ORDER BY path", (user_id, folder)).fetchall()
+
+
+def get(conn: Conn, user_id: int, path: str) -> dict | None:
+    """The live side file with its content, or None."""
+    return conn.execute(
+        f"SELECT {_META}, content FROM scratch_files WHERE user_id = %s AND path = %s AND expires_at > now()",
+        (user_id, path)).fetchone()
+
+
+def write(conn: Conn, user_id: int, path: str, data: bytes) -> dict:
+    """Create or replace a side file; its day starts again. Refuses files over MAX_FILE and a user
+    whose side files would pass MAX_PER_USER (expired ones are purged first)."""
+    if len(data) > MAX_FILE:
+        raise TooLarge(f"{path.rsplit('/', 1)[-1]} is {len(data)} bytes; a client's side file is kept up to "
+                       f"{MAX_FILE // (1024 * 1024)} MB")
+    purge(conn, user_id=user_id)
+    used = conn.execute("SELECT coalesce(sum(octet_length(content)), 0) AS used FROM scratch_files"
+                        " WHERE user_id = %s AND path <> %s", (user_id, path)).fetchone()["used"]
+    if used + len(data) > MAX_PER_USER:
+        raise LimitReached(f"your clients' side files (._*, .DS_Store, *.swp...) already take {used} bytes; "
+                           f"at most {MAX_PER_USER // (1024 * 1024)} MB are kept. They expire a day after "
+                           "their last write; delete some to make room")
+    return conn.execute(
+        f"""INSERT INTO scratch_files (user_id, path, parent, content) VALUES (%s, %s, %s, %s)
+            ON CONFLICT (user_id, path) DO UPDATE
+               SET content = EXCLUDED.content, updated_at = now(),
+                   expires_at = now() + interval '{LIFETIME}',
+                   version = CASE WHEN scratch_files.expires_at > now() THEN scratch_files.version + 1 ELSE 1 END,
+                   created_at = CASE WHEN scratch_files.expires_at > now() THEN scratch_files.created_at ELSE now() END
+            RETURNING {_META}""", (user_id, path, _parent(path), data)).fetchone()
+
+
+def delete(conn: Conn, user_id: int, path: str) -> bool:
+    """Remove a live side file; False when there was none."""
+    row = conn.execute("DELETE FROM scratch_files WHERE user_id = %s AND path = %s RETURNING expires_at > now() AS live",
+                       (user_id, path)).fetchone()
+    return bool(row and row["live"])
+
+
+def purge(conn: Conn, *, user_id: int | None = None, now: datetime | None = None) -> int:
+    """Delete expired side files (one user's, or everyone's); returns how many went."""
+    if user_id is None:
+        cur = conn.execute("DELETE FROM scratch_files WHERE expires_at <= coalesce(%s, now())", (now,))
+    else:
+        cur = conn.execute("DELETE FROM scratch_files WHERE user_id = %s AND expires_at <= coalesce(%s, now())",
+                           (user_id, now))
+    return cur.rowcount

@@ -1,0 +1,72 @@
+"""Speed rules: PROPFIND depth 1 over 10 000 notes runs a bounded number of SQL queries, and GET of
+a note is one query. Queries are counted on the real gateway's own connections."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from store.db import Database, _configure
+
+from tests.conftest import start_gateway
+
+_LOCK = threading.Lock()
+_RUN = [0]
+
+
+class CountingConnection(psycopg.Connection):
+    """A psycopg connection that counts the statements it runs."""
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        with _LOCK:
+            _RUN[0] += 1
+        return super().execute(*args, **kwargs)
+
+
+@pytest.fixture
+def counted_db(db_url: str) -> Any:
+    database = Database(db_url, max_size=20)
+    database.pool = ConnectionPool(db_url, min_size=1, max_size=20, open=False, connection_class=CountingConnection,
+                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
+    database.open()
+    yield database
+    database.close()
+
+
+def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot: dict[str, Any]) -> None:
+    org, guild = boot["org_id"], boot["guild_id"]
+    with counted_db.transaction() as conn:
+        # Bulk seed: 10 000 guild notes in one statement.
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
+                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', 'note ' || i
+                        FROM generate_series(1, 10000) AS i""", (org, guild, f"org/{org}/guilds/{guild}/"))
+    running, srv = start_gateway(counted_db, threads=2)
+    try:
+        s = running.session(basic=(boot["email"], boot["password"]))
+        base = f"{running.url}/dav/org/{org}/guilds/{guild}"
+        assert s.get(base + "/n1.md").text == "note 1"  # warms the login cache
+        seen: list[int] = []
+
+        def counted(method: str, url: str, **kw: Any) -> Any:
+            # The server's queries run on its worker threads: count across all of them.
+            before = _total(running)
+            r = s.request(method, url, **kw)
+            seen.append(_total(running) - before)
+            return r
+
+        r = counted("PROPFIND", base + "/", headers={"Depth": "1"})
+        assert r.status_code == 207 and r.content.count(b"<ns0:response>") == 10_001
+        assert seen[-1] <= 10, f"PROPFIND depth 1 ran {seen[-1]} queries"
+        r = counted("GET", base + "/n5000.md")
+        assert r.text == "note 5000"
+        assert seen[-1] == 1, f"GET ran {seen[-1]} queries"
+    finally:
+        srv.stop()
+
+
+def _total(running: Any) -> int:
+    return _RUN[0]

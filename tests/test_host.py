@@ -1,0 +1,58 @@
+"""The Host tree directly: layout, side files, editors' saves, refusals (the rules WebDAV and FUSE share)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from store import errors
+from store.access import Door
+from store.db import Database
+from store.host import HostTree
+
+
+@pytest.fixture
+def tree(db: Database, boot: dict[str, Any]) -> HostTree:
+    principal = Door(db).basic(boot["email"], boot["password"])
+    return HostTree(db, principal)
+
+
+def test_layout_and_note_roundtrip(tree: HostTree, boot: dict[str, Any]) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    assert [n.name for n in tree.list("")] == ["org"]
+    assert [n.name for n in tree.list("org")] == [str(org)]
+    assert [n.name for n in tree.list(f"org/{org}")] == ["agents", "collections", "guilds"]
+    assert [n.name for n in tree.list(f"org/{org}/agents/{agent}")] == [
+        "history-archive", "scripts", "memory.md", "task.md"]
+    node = tree.write(f"org/{org}/guilds/{guild}/plan.md", "# Plan\n".encode())
+    assert (node.kind, node.version, node.size) == ("note", 1, 7)
+    assert tree.read(f"org/{org}/guilds/{guild}/plan.md") == b"# Plan\n"
+    again = tree.write(f"org/{org}/guilds/{guild}/plan.md", b"two")
+    assert again.version == 2 and again.etag != node.etag
+    with pytest.raises(errors.NotFound):
+        tree.stat("org/999/x.md")
+
+
+def test_tree_rules_shared_by_both_front_ends(tree: HostTree, boot: dict[str, Any], db: Database) -> None:
+    g = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    with pytest.raises(errors.NotANote, match="notes are flat"):
+        tree.mkdir(f"{g}/drafts")
+    with pytest.raises(errors.NotANote, match="does not end in .md"):
+        tree.check_write(f"{g}/a.txt")
+    note = tree.write(f"{g}/a.md", b"one")
+    with pytest.raises(errors.NotANote):
+        tree.list(f"{g}/a.md")
+    with pytest.raises(errors.PreconditionFailed):
+        tree.write(f"{g}/a.md", b"two", if_match='"a0-v9"')
+    # vim's rename-away: the note stays, a copy goes to scratch.
+    side = tree.move(f"{g}/a.md", f"{g}/a.md~")
+    assert side.kind == "side" and tree.read(f"{g}/a.md") == b"one"
+    assert [n.name for n in tree.list(g)] == ["a.md", "a.md~"]
+    # A side file moved over the note: one new version, same identity.
+    tree.write(f"{g}/.a.md.swp", b"three")
+    after = tree.move(f"{g}/.a.md.swp", f"{g}/a.md")
+    assert after.version == 2 and after.etag.split("-")[0] == note.etag.split("-")[0]
+    with pytest.raises(errors.ReadOnly):
+        tree.write(f"org/{boot['org_id']}/agents/{boot['agent_id']}/history-archive/x.md", b"x")
+    with pytest.raises(errors.Forbidden):
+        tree.delete(f"org/{boot['org_id']}/agents/{boot['agent_id']}/task.md")
