@@ -160,6 +160,14 @@ class Door:
             return None
         return row
 
+    def principal_for_email(self, email: str) -> Principal | None:
+        """The user with this email as a principal, without credentials: for a process the
+        operator starts on the store's own machine (`hostfinder mount --user`), where holding the
+        database URL already grants everything. None for an unknown email."""
+        with self.db.connection() as conn:
+            user = conn.execute("SELECT id, email FROM users WHERE lower(email) = lower(%s)", (email,)).fetchone()
+            return self._user_principal(conn, user) if user else None
+
     @staticmethod
     def _user_principal(conn: Conn, user: dict) -> Principal:
         orgs = conn.execute("SELECT org_id FROM memberships WHERE user_id = %s", (user["id"],)).fetchall()

@@ -198,6 +198,8 @@ SIDE_FILE_PATTERNS: tuple[str, ...] = (
 _SIDE_RE = re.compile("|".join(fnmatch.translate(p) for p in SIDE_FILE_PATTERNS))
 # vim probes whether it may write in a folder with numbered names 4913, 5036, 5159, ... (4913 + k*123).
 _VIM_PROBE = re.compile(r"^\d{4,5}$")
+# GNU sed -i writes its output to sedXXXXXX (mkostemp) in the file's folder, then renames it over.
+_SED_TEMP = re.compile(r"^sed[A-Za-z0-9]{6}$")
 
 
 def is_side_file(name: str) -> bool:
@@ -205,5 +207,7 @@ def is_side_file(name: str) -> bool:
     if _SIDE_RE.fullmatch(name):
         return True
     if _VIM_PROBE.match(name) and (int(name) - 4913) % 123 == 0:
+        return True
+    if _SED_TEMP.match(name):
         return True
     return False

@@ -1,0 +1,145 @@
+"""`hostfinder mount`: check, open the store, mount, serve in the foreground, unmount.
+
+Called by gateway/cli.py's `mount` subcommand. Each way it can fail before mounting (no FUSE, a
+mount point that is not an empty directory, an unknown user) prints one sentence and exits 1.
+Ctrl-C, SIGTERM and SIGHUP end it cleanly (unmounted); so does `fusermount3 -u MOUNTPOINT`, which
+ends pyfuse3's loop. A killed process writes nothing half-way: open files are committed only whole.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import errno
+import logging
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyfuse3
+import trio
+
+from fuse_mount.events import follow_changes
+from fuse_mount.operations import HostOperations
+
+log = logging.getLogger("hostfinder.fuse")
+
+FUSE_DEVICE = "/dev/fuse"
+POOL_SIZE = 10
+
+
+class MountError(Exception):
+    """One sentence for stderr, exit status 1."""
+
+
+def run_mount(args: argparse.Namespace, config: Any) -> int:
+    """Mount the tree at ``args.mountpoint`` as ``args.user`` (optionally one ``args.org``) until
+    stopped; 0 after a clean unmount, 1 with a sentence on stderr when it cannot start."""
+    try:
+        return _run(args, config)
+    except MountError as exc:
+        print(f"hostfinder: {exc}", file=sys.stderr)
+        return 1
+
+
+def check_fuse(device: str = FUSE_DEVICE) -> None:
+    try:
+        mode = os.stat(device).st_mode
+    except OSError:
+        raise MountError(f"cannot mount: {device} is missing, so this system offers no FUSE; install fuse3 and "
+                         "load the fuse module (modprobe fuse), or give a container --device /dev/fuse "
+                         "--cap-add SYS_ADMIN") from None
+    if not stat.S_ISCHR(mode):
+        raise MountError(f"cannot mount: {device} is not the FUSE device (not a character device)")
+
+
+def check_mountpoint(path: Path) -> str:
+    """The absolute mount point, or MountError saying why it cannot be one."""
+    where = str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise MountError(f"the mount point {where} does not exist: create an empty directory first "
+                         f"(mkdir {where})") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOTCONN:
+            raise MountError(f"{where} is a stale mount left by a process that ended (transport endpoint is "
+                             f"not connected): clear it with `fusermount3 -u -z {where}` and mount again") from None
+        raise MountError(f"cannot use {where} as the mount point ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise MountError(f"the mount point {where} is not a directory: mount onto an empty directory")
+    if os.path.ismount(path):
+        raise MountError(f"{where} is already a mount point: unmount it first (fusermount3 -u {where}) "
+                         "or choose an empty directory")
+    if os.listdir(path):
+        raise MountError(f"the mount point {where} is not an empty directory: mount onto an empty one, "
+                         "so that no files are hidden under the mount")
+    return os.path.abspath(path)
+
+
+def _run(args: argparse.Namespace, config: Any) -> int:
+    check_fuse()
+    mountpoint = check_mountpoint(Path(args.mountpoint))
+
+    # Imported here: gateway imports this module, not the other way round at import time.
+    from gateway.runtime import StoreRuntime
+    from store.access import Door
+    from store.host import HostTree
+
+    runtime = StoreRuntime(config, pool_size=POOL_SIZE)
+    db = runtime.open()
+    try:
+        principal = Door(db).principal_for_email(args.user)
+        if principal is None:
+            raise MountError(f"no user has the email {args.user}: mount as an existing user, or create one "
+                             "with `hostfinder admin user create --email EMAIL --password PASSWORD`")
+        if args.org is not None:
+            if args.org not in principal.org_ids:
+                raise MountError(f"{args.user} is not a member of organisation {args.org}; their organisations "
+                                 f"are {', '.join(map(str, sorted(principal.org_ids))) or 'none'}")
+            principal = dataclasses.replace(principal, org_ids=frozenset({args.org}))
+
+        ops = HostOperations(lambda: HostTree(db, principal), concurrency=POOL_SIZE)
+        options = set(pyfuse3.default_options) | {"fsname=hostfinder", "subtype=hostfinder"}
+        try:
+            pyfuse3.init(ops, mountpoint, options)
+        except RuntimeError as exc:
+            raise MountError(f"cannot mount on {mountpoint} ({exc}); check that fusermount3 is installed "
+                             "and that you may use FUSE") from None
+        print(f"Host Finder is mounted at {mountpoint} as {principal.name} "
+              f"(organisations {', '.join(map(str, sorted(principal.org_ids))) or 'none'}).\n"
+              f"Press Ctrl-C or run `fusermount3 -u {mountpoint}` to unmount.", flush=True)
+        try:
+            trio.run(_serve, ops, runtime.conninfo, principal.org_ids)
+        except BaseException:
+            log.exception("the mount stopped on an unexpected error")
+            raise
+        finally:
+            unsaved = ops.discard_unsaved()
+            if unsaved:
+                log.warning("unmounting with files still open for writing; their unsaved changes were not "
+                            "written: %s", ", ".join(unsaved))
+            pyfuse3.close(unmount=True)
+            log.info("unmounted %s", mountpoint)
+        return 0
+    finally:
+        runtime.close()
+
+
+async def _serve(ops: HostOperations, conninfo: str, org_ids: frozenset[int]) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stop_on_signal)
+        await nursery.start(follow_changes, conninfo, org_ids, ops.invalidate, ops.invalidate_all)
+        # Returns when the kernel ends the session (fusermount3 -u) or after terminate().
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal() -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            log.info("%s received: unmounting", signal.Signals(signum).name)
+            pyfuse3.terminate()
+            return

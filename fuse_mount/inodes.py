@@ -1,0 +1,167 @@
+"""Inode numbers for tree paths: the one place that knows which number names which path.
+
+The kernel names files by inode number and counts how many times it has been told about each
+(``lookup``, ``create``, a ``readdir`` entry); it gives the count back with ``forget``. A number
+stays bound to its path for as long as the mount runs, so ``ls -i`` and tools that compare inodes
+see a stable file; a rename carries the number to the new path, as on a local disk. A number whose
+path is gone (unlinked, renamed over) is kept, detached, until the kernel forgets it, because the
+kernel may still ask about it (``fstat`` on an open file) — see pyfuse3's "Lookup Counts".
+"""
+from __future__ import annotations
+
+import bisect
+import itertools
+import posixpath
+
+import pyfuse3
+
+from store.paths import nfc
+
+ROOT = pyfuse3.ROOT_INODE
+
+
+def parent_of(path: str) -> str:
+    """'org/1/plan.md' -> 'org/1'; 'org' -> '' (the root); '' -> ''."""
+    return posixpath.dirname(path)
+
+
+def join(parent: str, name: str) -> str:
+    return f"{parent}/{name}" if parent else name
+
+
+class InodeTable:
+    """path <-> inode with lookup counts. Used from the trio thread only, so it takes no lock."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(ROOT + 1)
+        self._by_path: dict[str, int] = {"": ROOT}
+        self._by_inode: dict[int, str] = {ROOT: ""}
+        self._lookups: dict[int, int] = {}
+        # Inodes whose path is gone but that the kernel still holds: inode -> last path.
+        self._detached: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_inode)
+
+    def bound(self) -> list[int]:
+        """Every inode currently bound to a path."""
+        return list(self._by_inode)
+
+    # -- numbering -----------------------------------------------------------------------
+
+    def inode_for(self, path: str) -> int:
+        """The number for ``path``, assigning a fresh one on first sight."""
+        path = nfc(path)
+        ino = self._by_path.get(path)
+        if ino is None:
+            ino = next(self._next)
+            self._by_path[path] = ino
+            self._by_inode[ino] = path
+        return ino
+
+    def known(self, path: str) -> int | None:
+        """The number already given to ``path``, or None (events use this: an unseen path has
+        nothing cached in the kernel)."""
+        return self._by_path.get(nfc(path))
+
+    def path_of(self, ino: int) -> str:
+        """The path bound to ``ino``; KeyError if the inode is unknown or detached."""
+        return self._by_inode[ino]
+
+    def last_path(self, ino: int) -> str | None:
+        """The bound path, or the path a detached inode had, for log lines and open files."""
+        return self._by_inode.get(ino) or self._detached.get(ino)
+
+    # -- lookup counts -------------------------------------------------------------------
+
+    def remember(self, path: str) -> int:
+        """The kernel has been told about ``path`` once more (lookup, create, readdir entry)."""
+        ino = self.inode_for(path)
+        if ino != ROOT:
+            self._lookups[ino] = self._lookups.get(ino, 0) + 1
+        return ino
+
+    def forget(self, ino: int, count: int) -> None:
+        left = self._lookups.get(ino, 0) - count
+        if left > 0:
+            self._lookups[ino] = left
+            return
+        self._lookups.pop(ino, None)
+        # A bound inode keeps its number (stable while mounted); a detached one can go now.
+        self._detached.pop(ino, None)
+
+    def lookup_count(self, ino: int) -> int:
+        return self._lookups.get(ino, 0)
+
+    # -- changes to the tree ---------------------------------------------------------------
+
+    def remove(self, path: str) -> int | None:
+        """``path`` is gone: unbind it (and everything below it). Returns its inode, if any."""
+        path = nfc(path)
+        ino = self._by_path.pop(path, None)
+        if ino is not None:
+            self._detach(ino, path)
+        prefix = path + "/"
+        for child in [p for p in self._by_path if p.startswith(prefix)]:
+            self._detach(self._by_path.pop(child), child)
+        return ino
+
+    def rename(self, old: str, new: str) -> int:
+        """``old`` now lives at ``new``: the inode moves with it (and paths below it follow);
+        whatever was bound to ``new`` is detached. Returns the moved inode."""
+        old, new = nfc(old), nfc(new)
+        if old == new:
+            return self.inode_for(old)
+        self.remove(new)
+        ino = self._by_path.pop(old, None)
+        if ino is None:
+            return self.inode_for(new)
+        self._by_path[new] = ino
+        self._by_inode[ino] = new
+        prefix = old + "/"
+        for child in [p for p in self._by_path if p.startswith(prefix)]:
+            cino = self._by_path.pop(child)
+            moved = new + child[len(old):]
+            self._by_path[moved] = cino
+            self._by_inode[cino] = moved
+        return ino
+
+    def _detach(self, ino: int, path: str) -> None:
+        self._by_inode.pop(ino, None)
+        if self._lookups.get(ino, 0) > 0:
+            self._detached[ino] = path
+
+
+class DirectoryListing:
+    """One open directory's entries, listed once at ``opendir`` (or on rewind) and handed out in
+    name order. The kernel resumes a listing with the offset of the last entry it took; that offset
+    names the entry (a sort key), not a position, so entries created or removed between two
+    ``readdir`` calls never make another entry be skipped or repeated."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[tuple[int, str], object]] = []
+        self._keys: list[tuple[int, str]] = []
+        self._offsets: dict[int, tuple[int, str]] = {}
+        self._serial = itertools.count(1)
+
+    def fill(self, dot: object, dotdot: object, children: list[tuple[str, object]]) -> None:
+        """``.`` and ``..`` first, then the children sorted by name."""
+        self.entries = [((0, "."), dot), ((0, ".."), dotdot)]
+        self.entries += sorted((((1, name), item) for name, item in children), key=lambda e: e[0])
+        self._keys = [key for key, _ in self.entries]
+        self._offsets.clear()
+
+    def after(self, offset: int) -> list[tuple[tuple[int, str], object]]:
+        """The entries after the one ``offset`` named (all of them for 0)."""
+        if offset == 0:
+            return self.entries
+        key = self._offsets.get(offset)
+        if key is None:
+            return []
+        return self.entries[bisect.bisect_right(self._keys, key):]
+
+    def offset_for(self, key: tuple[int, str]) -> int:
+        """A fresh offset that names ``key`` (what ``readdir_reply`` gets as next_id)."""
+        off = next(self._serial)
+        self._offsets[off] = key
+        return off

@@ -1,0 +1,473 @@
+"""HostOperations: the kernel's requests, each answered with one Host tree call.
+
+Every rule (what may be written, deleted, moved, what is read-only) is the Host tree's
+(store/host.py); this module only maps inodes to paths (inodes.py), keeps open files' bytes until
+they are committed as one version (handles.py), and turns store errors into errno values
+(errors.py). The store is synchronous, so each call runs in a worker thread under a limiter no
+larger than the connection pool, the trio form of Datasette's ``execute_fn``.
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pyfuse3
+import trio
+from pyfuse3 import FUSEError
+
+from fuse_mount.errors import log_refusal
+from fuse_mount.handles import HandleTable, OpenFile
+from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
+from store.errors import NotFound
+
+log = logging.getLogger("hostfinder.fuse")
+
+# How long the kernel may keep names and attributes without asking again. Changes made elsewhere
+# are pushed by events.py (invalidation), so this only bounds staleness if an event is missed.
+CACHE_SECONDS = 5.0
+BLOCK = 4096
+
+
+def _ns(when: datetime | None) -> int:
+    return int(when.timestamp() * 1e9) if when is not None else 0
+
+
+class HostOperations(pyfuse3.Operations):
+    """pyfuse3 operations over a Host tree. ``make_tree`` builds one HostTree; one is kept per
+    worker thread, since a HostTree is not meant to be shared between threads."""
+
+    supports_dot_lookup = True
+    enable_writeback_cache = False
+
+    def __init__(self, make_tree: Callable[[], Any], *, concurrency: int = 8) -> None:
+        super().__init__()
+        self._make_tree = make_tree
+        self._local = threading.local()
+        self.limiter = trio.CapacityLimiter(concurrency)
+        self.inodes = InodeTable()
+        self.handles = HandleTable()
+        self._dirs: dict[int, tuple[int, DirectoryListing]] = {}
+        # One lock per inode, held while a save, unlink or rename of it runs: a release's commit
+        # still in flight must not race an unlink (vim closes then removes its swap file).
+        self._locks: dict[int, trio.Lock] = {}
+        self._dir_serial = 0
+        self.uid, self.gid = os.getuid(), os.getgid()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _tree(self) -> Any:
+        tree = getattr(self._local, "tree", None)
+        if tree is None:
+            tree = self._local.tree = self._make_tree()
+            # HostTree keeps a stat's content for a moment so that stat-then-read is one query;
+            # a mount's trees live for hours across threads, where that copy could be a version
+            # behind another thread's write. Every open reads afresh.
+            if hasattr(tree, "CONTENT_TTL"):
+                tree.CONTENT_TTL = 0.0
+        return tree
+
+    async def _call(self, operation: str, path: str, method: str, *args: Any, quiet: bool = False,
+                    **kwargs: Any) -> Any:
+        """Run ``HostTree.<method>(*args)`` in a worker thread; a failure becomes FUSEError with
+        one log line (``quiet``: a lookup miss is an answer, not a refusal, and is not logged)."""
+        def run() -> Any:
+            return getattr(self._tree(), method)(*args, **kwargs)
+        try:
+            return await trio.to_thread.run_sync(run, limiter=self.limiter)
+        except Exception as exc:
+            if quiet and isinstance(exc, NotFound):
+                raise FUSEError(errno.ENOENT) from None
+            raise FUSEError(log_refusal(operation, path, exc)) from None
+
+    def _path(self, ino: int) -> str:
+        try:
+            return self.inodes.path_of(ino)
+        except KeyError:
+            raise FUSEError(errno.ENOENT) from None
+
+    def _attrs(self, ino: int, *, is_dir: bool, writable: bool, size: int, modified: datetime | None,
+               created: datetime | None) -> pyfuse3.EntryAttributes:
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = ino
+        a.generation = 0
+        a.entry_timeout = CACHE_SECONDS
+        a.attr_timeout = CACHE_SECONDS
+        # Mode bits tell the truth: 0444 for read-only files (collections, history), 0555 for
+        # folders that refuse new files. Permission to write is the tree's, not the caller's uid.
+        if is_dir:
+            a.st_mode = stat.S_IFDIR | (0o755 if writable else 0o555)
+            a.st_nlink = 2
+        else:
+            a.st_mode = stat.S_IFREG | (0o644 if writable else 0o444)
+            a.st_nlink = 1
+        a.st_uid, a.st_gid = self.uid, self.gid
+        a.st_size = size
+        a.st_blksize = BLOCK
+        a.st_blocks = (size + 511) // 512
+        a.st_mtime_ns = a.st_ctime_ns = a.st_atime_ns = _ns(modified)
+        a.st_birthtime_ns = _ns(created)
+        return a
+
+    def _node_attrs(self, ino: int, node: Any, size: int | None = None) -> pyfuse3.EntryAttributes:
+        return self._attrs(ino, is_dir=node.is_dir, writable=node.writable,
+                           size=node.size if size is None else size,
+                           modified=node.modified_at, created=node.created_at)
+
+    def _handle_attrs(self, handle: OpenFile) -> pyfuse3.EntryAttributes:
+        """A file being written: its size is the uncommitted body's."""
+        node = handle.node
+        now = datetime.now().astimezone()
+        return self._attrs(handle.ino, is_dir=False, writable=True, size=handle.size,
+                           modified=getattr(node, "modified_at", None) or now,
+                           created=getattr(node, "created_at", None) or now)
+
+    # -- names and attributes ---------------------------------------------------------------
+
+    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        parent = self._path(parent_inode)
+        text = os.fsdecode(name)
+        if text == ".":
+            path = parent
+        elif text == "..":
+            path = parent_of(parent)
+        else:
+            path = join(parent, text)
+        known = self.inodes.known(path)
+        if known is not None:
+            writer = self.handles.dirty_writer(known)
+            if writer is not None and writer.new:
+                self.inodes.remember(path)
+                return self._handle_attrs(writer)
+        node = await self._call("lookup", path, "stat", path, quiet=True)
+        if text in (".", ".."):
+            return self._node_attrs(self.inodes.inode_for(path), node)
+        return self._node_attrs(self.inodes.remember(path), node)
+
+    async def forget(self, inode_list: Any) -> None:
+        for ino, count in inode_list:
+            self.inodes.forget(ino, count)
+
+    async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        writer = self.handles.dirty_writer(inode)
+        if writer is not None:
+            return self._handle_attrs(writer)
+        try:
+            path = self.inodes.path_of(inode)
+        except KeyError:
+            # Unlinked or renamed over while still open: answer from the open file.
+            open_files = self.handles.on_inode(inode)
+            if open_files and open_files[0].node is not None:
+                h = open_files[0]
+                return self._node_attrs(inode, h.node, size=h.size if h.data is not None else None)
+            raise FUSEError(errno.ENOENT) from None
+        node = await self._call("getattr", path, "stat", path, quiet=True)
+        return self._node_attrs(inode, node)
+
+    async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
+                      fh: int | None, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        current = await self.getattr(inode, ctx)
+        path = self.inodes.last_path(inode) or ""
+        # The tree has no owners or permission bits to change: asking for the ones it already
+        # reports is fine (editors and cp copy them), asking for others is refused honestly.
+        if fields.update_mode and stat.S_IMODE(attr.st_mode) != stat.S_IMODE(current.st_mode):
+            log.info("refused chmod %s: mode bits follow the tree's rules (read-only files are 0444) "
+                     "and cannot be changed [EPERM]", path)
+            raise FUSEError(errno.EPERM)
+        if (fields.update_uid and attr.st_uid != self.uid) or (fields.update_gid and attr.st_gid != self.gid):
+            log.info("refused chown %s: files on this mount belong to the mounting user [EPERM]", path)
+            raise FUSEError(errno.EPERM)
+        if fields.update_size:
+            handle = self.handles.find(fh) or self.handles.dirty_writer(inode) or next(
+                (h for h in self.handles.on_inode(inode) if h.writable), None)
+            if handle is not None:
+                # Part of a save (open(O_TRUNC), ftruncate): commit with the writes that follow.
+                await self._load(handle)
+                handle.truncate(attr.st_size)
+            elif attr.st_size != current.st_size:
+                # truncate(1) on a closed file: that is the whole save, one version now.
+                data = await self._call("truncate", path, "read", path)
+                data = data[:attr.st_size].ljust(attr.st_size, b"\0")
+                node = await self._call("truncate", path, "write", path, data)
+                return self._node_attrs(inode, node)
+            return await self.getattr(inode, ctx)
+        # Times: the store keeps its own modification time (the last version's); touch succeeds.
+        return current
+
+    # -- folders ----------------------------------------------------------------------------
+
+    async def opendir(self, inode: int, ctx: Any = None) -> int:
+        self._path(inode)
+        self._dir_serial += 1
+        self._dirs[self._dir_serial] = (inode, DirectoryListing())
+        return self._dir_serial
+
+    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        inode, listing = self._dirs[fh]
+        path = self._path(inode)
+        if start_id == 0:
+            # One listing per pass (a bounded number of queries in the tree), kept for the
+            # kernel's follow-up calls; a rewind lists again.
+            nodes = await self._call("readdir", path, "list", path)
+            parent = parent_of(path)
+            dot = await self._call("readdir", path, "stat", path)
+            dotdot = dot if not path else await self._call("readdir", parent, "stat", parent)
+            listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
+        for key, item in listing.after(start_id):
+            child_path, node = item  # type: ignore[misc]
+            is_dot = key[0] == 0
+            ino = self.inodes.inode_for(child_path)
+            if not pyfuse3.readdir_reply(token, os.fsencode(key[1]), self._node_attrs(ino, node),
+                                         listing.offset_for(key)):
+                return
+            if not is_dot:  # '.' and '..' must not change lookup counts
+                self.inodes.remember(child_path)
+
+    async def releasedir(self, fh: int) -> None:
+        self._dirs.pop(fh, None)
+
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        path = join(self._path(parent_inode), os.fsdecode(name))
+        await self._call("mkdir", path, "mkdir", path)
+        raise FUSEError(errno.EPERM)  # mkdir always refuses; not reached
+
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
+        path = join(self._path(parent_inode), os.fsdecode(name))
+        await self._call("rmdir", path, "delete", path)
+
+    # -- files ------------------------------------------------------------------------------
+
+    async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
+        path = self._path(inode)
+        writing = (flags & os.O_ACCMODE) != os.O_RDONLY
+        source = self.handles.dirty_writer(inode)
+        if source is not None:
+            # Another open file holds the newest bytes (not committed yet): start from those.
+            truncating = writing and bool(flags & os.O_TRUNC)
+            handle = self.handles.open(inode, path, writable=writing, node=source.node,
+                                       data=b"" if truncating else bytes(source.data or b""))
+            handle.new, handle.dirty = source.new, truncating
+            return pyfuse3.FileInfo(fh=handle.fh)
+        if writing:
+            node = await self._call("open", path, "stat", path)
+            if node.is_dir or not node.writable:
+                log.info("refused open for writing %s: the tree keeps it read-only (%s) [EACCES]",
+                         path, node.kind)
+                raise FUSEError(errno.EACCES)
+            if flags & os.O_TRUNC:
+                # libfuse passes O_TRUNC to open (atomic_o_trunc): the save starts empty and
+                # becomes one version with the writes that follow.
+                handle = self.handles.open(inode, path, writable=True, data=b"", node=node)
+                handle.dirty = True
+                return pyfuse3.FileInfo(fh=handle.fh)
+            # stat keeps the content for a moment, so this read is not a second query.
+            data = await self._call("open", path, "read", path)
+        else:
+            node = None
+            data = await self._call("open", path, "read", path)
+        handle = self.handles.open(inode, path, writable=writing, data=data, node=node)
+        return pyfuse3.FileInfo(fh=handle.fh)
+
+    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
+                     ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        parent = self._path(parent_inode)
+        path = join(parent, os.fsdecode(name))
+        folder = await self._call("create", parent, "stat", parent)
+        if not folder.writable:
+            log.info("refused create %s: /%s does not accept new files [EACCES]", path, parent)
+            raise FUSEError(errno.EACCES)
+        # Nothing is written yet: the file becomes one version when it is first flushed, so
+        # `cp` or an editor's save is one version, and a name the tree refuses fails at close.
+        ino = self.inodes.remember(path)
+        handle = self.handles.open(ino, path, writable=True, data=b"", new=True)
+        return pyfuse3.FileInfo(fh=handle.fh), self._handle_attrs(handle)
+
+    async def _load(self, handle: OpenFile) -> None:
+        if handle.data is None:
+            handle.data = bytearray(await self._call("read", handle.path, "read", handle.path))
+
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        handle = self.handles.get(fh)
+        await self._load(handle)
+        return handle.read(off, size)
+
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        handle = self.handles.get(fh)
+        if not handle.writable:
+            raise FUSEError(errno.EBADF)
+        await self._load(handle)
+        return handle.write(off, buf)
+
+    def _lock(self, ino: int | None) -> trio.Lock:
+        if ino is None:
+            return trio.Lock()
+        lock = self._locks.get(ino)
+        if lock is None:
+            lock = self._locks[ino] = trio.Lock()
+        return lock
+
+    async def _commit(self, handle: OpenFile, operation: str, *, at_flush: bool = False) -> None:
+        if not handle.needs_commit:
+            return
+        async with self._lock(handle.ino):
+            await self._commit_locked(handle, operation, at_flush=at_flush)
+
+    async def _commit_locked(self, handle: OpenFile, operation: str, *, at_flush: bool = False) -> None:
+        """Write the handle's body as one new version (nothing if it has not changed)."""
+        if not handle.needs_commit:
+            return
+        if at_flush and not handle.wrote:
+            return  # created or opened with O_TRUNC, nothing written yet: release commits it
+        body = bytes(handle.data or b"")
+        try:
+            node = await self._call(operation, handle.path, "write", handle.path, body)
+        except FUSEError:
+            # Reported once (flush, which close() returns); release must not write it again.
+            handle.dirty = handle.wrote = False
+            if handle.new:
+                self._drop_phantom(handle)
+            raise
+        handle.dirty = handle.wrote = handle.new = False
+        handle.node = node
+        handle.commits += 1
+        # Other handles on the same file were reading the old body.
+        for other in self.handles.on_inode(handle.ino):
+            if other is not handle and not other.dirty:
+                other.data, other.node, other.new = None, node, False
+
+    def _drop_phantom(self, handle: OpenFile) -> None:
+        """A created file the tree refused: make the kernel forget the name it was given."""
+        path = handle.path
+        self.inodes.remove(path)
+        parent_ino = self.inodes.known(parent_of(path))
+        if parent_ino is not None:
+            pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
+                                           ignore_enoent=True)
+
+    async def flush(self, fh: int) -> None:
+        await self._commit(self.handles.get(fh), "save", at_flush=True)
+
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        await self._commit(self.handles.get(fh), "fsync")
+
+    async def release(self, fh: int) -> None:
+        handle = self.handles.get(fh)
+        try:
+            await self._commit(handle, "save")
+        except FUSEError:
+            pass  # already logged; release has no caller to tell
+        finally:
+            self.handles.close(fh)
+
+    async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
+        path = join(self._path(parent_inode), os.fsdecode(name))
+        ino = self.inodes.known(path)
+        async with self._lock(ino):
+            pending = self.handles.pending_new(ino) if ino is not None else None
+            if pending is None:
+                await self._call("unlink", path, "delete", path)
+            if ino is not None:
+                self.handles.orphan(ino)  # writes to an unlinked open file go nowhere, as on a disk
+            self.inodes.remove(path)
+
+    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
+                     flags: int, ctx: Any = None) -> None:
+        src = join(self._path(parent_inode_old), os.fsdecode(name_old))
+        dst = join(self._path(parent_inode_new), os.fsdecode(name_new))
+        if flags & pyfuse3.RENAME_EXCHANGE:
+            log.info("refused rename %s -> %s: exchanging two files is not supported [EINVAL]", src, dst)
+            raise FUSEError(errno.EINVAL)
+        src_ino = self.inodes.known(src)
+        async with self._lock(src_ino):
+            if src_ino is not None:
+                # A file still open with unsaved bytes is saved first, so the move carries them.
+                for handle in self.handles.on_inode(src_ino):
+                    await self._commit_locked(handle, "rename")
+            await self._call("rename", f"{src} -> {dst}", "move", src, dst,
+                             overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
+            dst_ino = self.inodes.known(dst)
+            if dst_ino is not None and dst_ino != src_ino:
+                self.handles.orphan(dst_ino)
+            ino = self.inodes.rename(src, dst)
+            self.handles.moved(ino, dst)
+
+    async def link(self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        log.info("refused link %s: the tree has no hard links; copy the file instead [EPERM]",
+                 self.inodes.last_path(inode))
+        raise FUSEError(errno.EPERM)
+
+    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        log.info("refused symlink %s: the tree has no symbolic links [EPERM]",
+                 join(self._path(parent_inode), os.fsdecode(name)))
+        raise FUSEError(errno.EPERM)
+
+    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        path = join(self._path(parent_inode), os.fsdecode(name))
+        if not stat.S_ISREG(mode):
+            log.info("refused mknod %s: only regular files [EPERM]", path)
+            raise FUSEError(errno.EPERM)
+        # A plain regular file made without opening it: write it now (an empty note).
+        node = await self._call("mknod", path, "write", path, b"")
+        return self._node_attrs(self.inodes.remember(path), node)
+
+    async def statfs(self, ctx: Any = None) -> pyfuse3.StatvfsData:
+        s = pyfuse3.StatvfsData()
+        # The store has no fixed size; report ample free space so that tools which check it
+        # (installers, download managers) proceed, and the tree's caps answer EFBIG / EDQUOT.
+        s.f_bsize = s.f_frsize = BLOCK
+        s.f_blocks = s.f_bfree = s.f_bavail = 1 << 28
+        s.f_files = s.f_ffree = s.f_favail = 1 << 24
+        s.f_namemax = 255
+        return s
+
+    # -- extended attributes: none, said plainly so that cp -a and editors fall back -------------
+
+    async def getxattr(self, inode: int, name: bytes, ctx: Any = None) -> bytes:
+        raise FUSEError(errno.ENOTSUP)
+
+    async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any = None) -> None:
+        raise FUSEError(errno.ENOTSUP)
+
+    async def listxattr(self, inode: int, ctx: Any = None) -> list[bytes]:
+        raise FUSEError(errno.ENOTSUP)
+
+    async def removexattr(self, inode: int, name: bytes, ctx: Any = None) -> None:
+        raise FUSEError(errno.ENOTSUP)
+
+    # -- outside changes (events.py) -------------------------------------------------------------
+
+    async def invalidate(self, path: str) -> None:
+        """Something else changed ``path``: make the kernel ask again for its name, attributes and
+        content, and for its folder's listing. Only what the kernel was told about needs it."""
+        ino = self.inodes.known(path)
+        parent_ino = self.inodes.known(parent_of(path)) if path else None
+        for target in (ino, parent_ino):
+            if target is not None:
+                await trio.to_thread.run_sync(functools.partial(_invalidate_inode, target))
+        if parent_ino is not None:
+            pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
+                                           ignore_enoent=True)
+
+    async def invalidate_all(self) -> None:
+        """After missed events (the listener reconnected): drop everything the kernel cached."""
+        for ino in self.inodes.bound():
+            await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
+
+    def discard_unsaved(self) -> list[str]:
+        """At unmount: files still open with unsaved bytes are not committed (the writer had not
+        finished); return their paths for the log."""
+        return [h.path for h in self.handles.all() if h.needs_commit]
+
+
+def _invalidate_inode(ino: int) -> None:
+    try:
+        pyfuse3.invalidate_inode(ino)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:  # the kernel no longer holds it: nothing to drop
+            log.debug("invalidate_inode(%s) failed: %s", ino, exc)
