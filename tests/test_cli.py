@@ -94,6 +94,16 @@ def test_first_run_creates_the_store_and_a_demo_and_restarts_fast(data_dir: Path
         email, password = out.split("Log in as ")[1].split("\n")[0].split(" with password ")
         r = requests.request("PROPFIND", f"{first.url}/dav/", headers={"Depth": "1"}, auth=(email, password))
         assert r.status_code == 207
+        # The demo shows every part of the tree straight away.
+        dav = requests.Session()
+        dav.auth = (email, password)
+        assert dav.get(f"{first.url}/dav/org/1/welcome.md").text.startswith("# Welcome to Host Finder")
+        assert "![[org/1/guilds/1/playbook.md]]" in dav.get(f"{first.url}/dav/org/1/agents/1/task.md").text
+        assert dav.get(f"{first.url}/dav/org/1/agents/1/memory.md").status_code == 200
+        assert dav.get(f"{first.url}/dav/org/1/agents/1/scripts/score_leads.py").status_code == 200
+        leads = dav.get(f"{first.url}/dav/org/1/collections/leads/collection.json").json()
+        assert leads["count"] == 12
+        assert dav.get(f"{first.url}/dav/org/1/collections/leads/12.json").json()["company"] == "Aperture"
     finally:
         assert first.stop() == 0
     assert postgres_processes(data_dir) == [], "Ctrl-C/SIGTERM must leave no postgres process"
