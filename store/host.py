@@ -189,6 +189,7 @@ class HostTree:
               if_unmodified_since: datetime | None = None) -> Node:
         """Create or replace a note, task.md, memory.md or a script (one new version); a side-file
         name goes to the user's scratch area. The condition is checked in the write's transaction."""
+        self._forget_recent()
         parts = split(path)
         if not parts:
             raise NotANote("the root is a folder; files go inside org/<org_id>/")
@@ -220,6 +221,7 @@ class HostTree:
             self._file_kind(folder, name, for_write=True)
 
     def delete(self, path: str) -> None:
+        self._forget_recent()
         parts = split(path)
         if folder_of(parts) is not None:
             raise Forbidden(f"/{'/'.join(parts)} is a folder of the layout; folders cannot be deleted")
@@ -266,6 +268,7 @@ class HostTree:
     # -- the transfer rules -------------------------------------------------------------------
 
     def _transfer(self, src: str, dst: str, *, overwrite: bool, is_move: bool) -> Node:
+        self._forget_recent()
         sp, dp = split(src), split(dst)
         verb = "move" if is_move else "copy"
         if folder_of(sp) is not None:
@@ -392,6 +395,11 @@ class HostTree:
             raise NotANote(f"/{folder.path} holds {what} and no files; put notes in /org/{folder.org_id}/ "
                            f"or in a guild's or agent's folder")
         raise NotANote(f"/{folder.path} holds only folders; notes live under /org/<org_id>/")
+
+    def _forget_recent(self) -> None:
+        # A write through this tree makes any content kept by an earlier stat() stale.
+        with self._lock:
+            self._recent.clear()
 
     def _stat(self, conn: Conn, parts: list[str]) -> Node:
         folder = folder_of(parts)

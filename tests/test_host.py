@@ -56,3 +56,17 @@ def test_tree_rules_shared_by_both_front_ends(tree: HostTree, boot: dict[str, An
         tree.write(f"org/{boot['org_id']}/agents/{boot['agent_id']}/history-archive/x.md", b"x")
     with pytest.raises(errors.Forbidden):
         tree.delete(f"org/{boot['org_id']}/agents/{boot['agent_id']}/task.md")
+
+
+def test_a_read_after_writing_through_the_same_tree_is_never_stale(tree: HostTree, boot: dict[str, Any]) -> None:
+    """stat() keeps the content briefly so a GET is one query; a write, move or delete through the
+    same tree must not let read() answer the old bytes (a mount keeps its tree for hours)."""
+    path = f"org/{boot['org_id']}/guilds/{boot['guild_id']}/cache.md"
+    tree.write(path, b"old")
+    assert tree.stat(path).size == 3
+    tree.write(path, b"new body")
+    assert tree.read(path) == b"new body"
+    tree.stat(path)
+    tree.move(path, path.replace("cache.md", "moved.md"))
+    with pytest.raises(errors.NotFound):
+        tree.read(path)
