@@ -1,5 +1,5 @@
 """Collections as the operator manages them: create, alter (name, purpose, columns, scope), delete,
-clear, list with counts, and the grants that say which guilds and agents reach each table.
+list with counts, and the grants that say which guilds and agents reach each table.
 
 Agents never create, alter or delete a table; every function here acts for an organisation member
 (a ``Principal``) and answers another organisation's ids as unknown. Each write is one transaction
@@ -310,20 +310,6 @@ def delete_collection(db: Database, principal: Principal, collection_id: object)
         record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="delete", version=None,
                       actor=principal.actor)
         return {"deleted": c.id, "name": c.name, "records": removed}
-
-
-def clear_collection(db: Database, principal: Principal, collection_id: object) -> dict[str, Any]:
-    """Soft-delete every live record at once; the table, its grants and next_id stay (ids are never
-    reused). One UPDATE and one provenance row ('clear' on the collection path)."""
-    with db.transaction() as conn:
-        c = collection_for_member(conn, principal, collection_id, lock=True)
-        removed = conn.execute("""UPDATE artifacts SET deleted_at = now()
-                                   WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""",
-                               (c.id,)).rowcount
-        conn.execute("UPDATE artifact_collections SET updated_at = now() WHERE id = %s", (c.id,))
-        record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="clear", version=None,
-                      actor=principal.actor)
-        return {"cleared": removed, "collection": c.name, "next_id": c.next_id}
 
 
 # --- grants ---------------------------------------------------------------------------------------
