@@ -16,7 +16,7 @@ BLUEPRINTS = ("api.tools", "api.agents", "api.file_changes", "api.collections", 
 
 
 def create_app(db: Database, *, door: Door | None = None) -> Flask:
-    app = Flask("hostfinder.api")
+    app = Flask("hostfinder.api", static_folder=None)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["hostfinder.db"] = db
