@@ -11,14 +11,15 @@ from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
 from store.db import Database
+from store.filecache import FileCache
 
 MOUNT_PATH = "/dav"
 
 
-def build_dav_app(db: Database, door: Door) -> WsgiDAVApp:
+def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> WsgiDAVApp:
     config: dict[str, Any] = {
         "mount_path": MOUNT_PATH,
-        "provider_mapping": {"/": HostDAVProvider(db)},
+        "provider_mapping": {"/": HostDAVProvider(db, cache=cache)},
         "http_authenticator": {
             "domain_controller": StoreDomainController,
             "accept_basic": True,

@@ -18,6 +18,7 @@ from dav_provider.view import render_note
 from store.access import PRINCIPAL_KEY
 from store.db import Database
 from store.errors import NotFound, StoreError
+from store.filecache import FileCache
 from store.host import HostTree
 
 TREE = "hostfinder.tree"
@@ -25,9 +26,10 @@ MARKDOWN_KINDS = ("note", "task", "memory", "history")
 
 
 class HostDAVProvider(DAVProvider):
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, cache: FileCache | None = None) -> None:
         super().__init__()
         self.db = db
+        self.cache = cache
 
     def tree(self, environ: dict[str, Any]) -> HostTree | None:
         tree = environ.get(TREE)
@@ -35,7 +37,7 @@ class HostDAVProvider(DAVProvider):
             principal = environ.get(PRINCIPAL_KEY)
             if principal is None:
                 return None
-            tree = environ[TREE] = HostTree(self.db, principal)
+            tree = environ[TREE] = HostTree(self.db, principal, cache=self.cache)
         return tree
 
     def get_resource_inst(self, path: str, environ: dict[str, Any]) -> FolderResource | FileResource | None:
@@ -52,9 +54,10 @@ class HostDAVProvider(DAVProvider):
         except StoreError as exc:
             store_call(_raise, exc)
             raise
-        if environ.get("REQUEST_METHOD") in ("GET", "HEAD", "PROPFIND"):
-            # WsgiDAV's dir browser and its request server each resolve the path: one query.
-            environ.setdefault(NODES, {})[path.rstrip("/") or "/"] = node
+        # WsgiDAV resolves a path several times per request (the dir browser, the request
+        # server, a PUT's parent, lock checks): one query each time would be waste. The nodes
+        # are forgotten as soon as the request changes anything (resources.forget_nodes).
+        environ.setdefault(NODES, {})[path.rstrip("/") or "/"] = node
         return resource_for(path, environ, node)
 
     def _lock_null(self, path: str, environ: dict[str, Any]) -> FileResource | None:

@@ -41,6 +41,11 @@ def _join(parent: str, name: str) -> str:
     return parent.rstrip("/") + "/" + name
 
 
+def forget_nodes(environ: dict[str, Any]) -> None:
+    """Drop the nodes this request has resolved so far: it is about to change the tree."""
+    environ.pop(NODES, None)
+
+
 def resource_for(path: str, environ: dict[str, Any], node: Node) -> FolderResource | FileResource:
     if node.is_dir:
         return FolderResource(path, environ, node)
@@ -61,15 +66,18 @@ class _Common:
         return self.node.modified_at.timestamp() if self.node else None
 
     def handle_delete(self) -> bool:
+        forget_nodes(self.environ)
         store_call(tree_of(self.environ).delete, self.path)
         return True
 
     def handle_move(self, dest_path: str) -> bool:
+        forget_nodes(self.environ)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
         store_call(tree_of(self.environ).move, self.path, dest_path, overwrite=overwrite)
         return True
 
     def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
+        forget_nodes(self.environ)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
         store_call(tree_of(self.environ).copy, self.path, dest_path, overwrite=overwrite)
         return True
@@ -203,6 +211,7 @@ class FileResource(_Common, DAVNonCollection):
             if with_errors:
                 return  # a broken upload writes nothing
             env = self.environ
+            forget_nodes(env)
             self.node = store_call(tree_of(env).write, self.path, spool.data(),
                                    if_match=env.get("HTTP_IF_MATCH"),
                                    if_none_match=env.get("HTTP_IF_NONE_MATCH", "").strip() == "*",

@@ -23,6 +23,7 @@ import trio
 
 from fuse_mount.events import follow_changes
 from fuse_mount.operations import HostOperations
+from store.filecache import FileCache
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -90,6 +91,7 @@ def _run(args: argparse.Namespace, config: Any) -> int:
 
     runtime = StoreRuntime(config, pool_size=POOL_SIZE)
     db = runtime.open()
+    cache: FileCache | None = None
     try:
         principal = Door(db).principal_for_email(args.user)
         if principal is None:
@@ -101,7 +103,10 @@ def _run(args: argparse.Namespace, config: Any) -> int:
                                  f"are {', '.join(map(str, sorted(principal.org_ids))) or 'none'}")
             principal = dataclasses.replace(principal, org_ids=frozenset({args.org}))
 
-        ops = HostOperations(lambda: HostTree(db, principal), concurrency=POOL_SIZE)
+        # A mount's trees live for hours, one per worker thread: stat() keeps no private copy of
+        # content (content_ttl=0), while the shared, event-kept cache answers repeated reads.
+        cache = FileCache(runtime.conninfo).start()
+        ops = HostOperations(lambda: HostTree(db, principal, cache=cache, content_ttl=0.0), concurrency=POOL_SIZE)
         options = set(pyfuse3.default_options) | {"fsname=hostfinder", "subtype=hostfinder"}
         try:
             pyfuse3.init(ops, mountpoint, options)
@@ -112,7 +117,7 @@ def _run(args: argparse.Namespace, config: Any) -> int:
               f"(organisations {', '.join(map(str, sorted(principal.org_ids))) or 'none'}).\n"
               f"Press Ctrl-C or run `fusermount3 -u {mountpoint}` to unmount.", flush=True)
         try:
-            trio.run(_serve, ops, runtime.conninfo, principal.org_ids)
+            trio.run(_serve, ops, cache, runtime.conninfo, principal.org_ids)
         except BaseException:
             log.exception("the mount stopped on an unexpected error")
             raise
@@ -125,13 +130,25 @@ def _run(args: argparse.Namespace, config: Any) -> int:
             log.info("unmounted %s", mountpoint)
         return 0
     finally:
+        if cache is not None:
+            cache.stop()
         runtime.close()
 
 
-async def _serve(ops: HostOperations, conninfo: str, org_ids: frozenset[int]) -> None:
+async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: frozenset[int]) -> None:
+    # The content cache forgets a path before the kernel is told to, so the kernel's re-read after
+    # an event can never be answered from a cache that has not seen the same event yet.
+    async def invalidate(path: str) -> None:
+        cache.invalidate(path)
+        await ops.invalidate(path)
+
+    async def invalidate_all() -> None:
+        cache.clear()
+        await ops.invalidate_all()
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal)
-        await nursery.start(follow_changes, conninfo, org_ids, ops.invalidate, ops.invalidate_all)
+        await nursery.start(follow_changes, conninfo, org_ids, invalidate, invalidate_all)
         # Returns when the kernel ends the session (fusermount3 -u) or after terminate().
         await pyfuse3.main()
         nursery.cancel_scope.cancel()

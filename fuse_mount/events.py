@@ -7,78 +7,17 @@ name, attributes and pages for that path, so the next ``ls`` or ``cat`` asks the
 """
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 import psycopg
 import trio
-from psycopg import sql
 
-from store.paths import parse
-from store.provenance import CHANNEL
+from store.events import ChangeListener, tree_paths
 
 log = logging.getLogger("hostfinder.fuse")
 
 RETRY_SECONDS = 2.0
-
-
-def tree_paths(event: dict) -> list[str]:
-    """The tree paths an event touches. Display paths are tree paths, except that a record is
-    ``<id>.json`` in its collection's folder and a collection is a folder holding
-    ``collection.json``."""
-    path = str(event.get("display_path") or "").strip("/")
-    if not path:
-        return []
-    try:
-        target = parse(path)
-    except Exception:  # a path the tree does not show: nothing cached for it
-        return [path]
-    if target.family == "record":
-        return [f"{path.rsplit('/', 1)[0]}/{target.record_id}.json"]
-    if target.family == "collection":
-        return [path, f"{path}/collection.json"]
-    return [path]
-
-
-class ChangeListener:
-    """A dedicated LISTEN connection. ``wait`` blocks (run it in a worker thread)."""
-
-    def __init__(self, conninfo: str) -> None:
-        self.conninfo = conninfo
-        self.conn: psycopg.Connection | None = None
-
-    def connect(self) -> None:
-        self.close()
-        self.conn = psycopg.connect(self.conninfo, autocommit=True)
-        self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
-
-    def wait(self, timeout: float) -> list[dict]:
-        """Events that arrive within ``timeout`` seconds (returns at the first one, plus any
-        already queued)."""
-        assert self.conn is not None
-        events = []
-        for note in self.conn.notifies(timeout=timeout, stop_after=1):
-            events.append(_decode(note.payload))
-        if events:  # drain what came in the same burst without waiting again
-            for note in self.conn.notifies(timeout=0.01):
-                events.append(_decode(note.payload))
-        return [e for e in events if e]
-
-    def close(self) -> None:
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            finally:
-                self.conn = None
-
-
-def _decode(payload: str) -> dict:
-    try:
-        value = json.loads(payload)
-        return value if isinstance(value, dict) else {}
-    except ValueError:
-        return {}
 
 
 async def follow_changes(conninfo: str, org_ids: Iterable[int],

@@ -66,11 +66,6 @@ class HostOperations(pyfuse3.Operations):
         tree = getattr(self._local, "tree", None)
         if tree is None:
             tree = self._local.tree = self._make_tree()
-            # HostTree keeps a stat's content for a moment so that stat-then-read is one query;
-            # a mount's trees live for hours across threads, where that copy could be a version
-            # behind another thread's write. Every open reads afresh.
-            if hasattr(tree, "CONTENT_TTL"):
-                tree.CONTENT_TTL = 0.0
         return tree
 
     async def _call(self, operation: str, path: str, method: str, *args: Any, quiet: bool = False,

@@ -63,7 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config.host, config.port = parse_bind(args.bind)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    config.threads, config.demo = args.threads, not args.no_demo
+    config.threads, config.demo, config.read_cache = args.threads, not args.no_demo, args.read_cache
     config.tls_cert, config.tls_key = args.tls_cert, args.tls_key
     if bool(config.tls_cert) != bool(config.tls_key):
         raise CommandError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
@@ -87,7 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4))
     try:
         db = runtime.open()
-        server.wsgi_app = Gateway(db)
+        server.wsgi_app = Gateway(db, read_cache=config.read_cache)
         login = ensure_demo(db, config) if config.demo else None
         _announce(config, login)
         try:
@@ -100,6 +100,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         server.stop()
+        if isinstance(server.wsgi_app, Gateway):
+            server.wsgi_app.close()
         runtime.close()
     return 0
 
@@ -246,6 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve HTTPS with this certificate (Windows Explorer needs HTTPS for Basic)")
     p.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's private key")
     p.add_argument("--no-demo", action="store_true", help="do not create the demo organisation on an empty store")
+    p.add_argument("--read-cache", action="store_true",
+                   help="answer repeated reads of notes from memory, kept exact by change events; a write "
+                        "through another gateway or a FUSE mount can take a few milliseconds to show here, "
+                        "so use it when this is the only gateway")
     add_store_options(p)
     p.set_defaults(func=cmd_serve)
 

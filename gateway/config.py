@@ -24,6 +24,7 @@ class Config:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     demo: bool = True
+    read_cache: bool = False
     pool_size: int = 20
 
     @property

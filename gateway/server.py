@@ -17,6 +17,7 @@ from api import create_app
 from dav_provider.app import MOUNT_PATH, build_dav_app
 from store.access import PRINCIPAL_KEY, Door
 from store.db import Database
+from store.filecache import FileCache
 
 access_log = logging.getLogger("hostfinder.access")
 log = logging.getLogger(__name__)
@@ -27,11 +28,19 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 class Gateway:
     """The composed WSGI application: routes by path prefix and logs each request."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, read_cache: bool = False) -> None:
         self.db = db
         self.door = Door(db)
+        # Off by default: without it every GET is one query, so gateways behind a load balancer
+        # always read what any of them last wrote. With it (one gateway), repeated reads come from
+        # memory, kept exact by change events (store.filecache).
+        self.cache = FileCache(db.conninfo).start() if read_cache else None
         self.api = create_app(db, door=self.door)
-        self.dav = build_dav_app(db, self.door)
+        self.dav = build_dav_app(db, self.door, cache=self.cache)
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.stop()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -21,6 +22,18 @@ from store.errors import Conflict, StoreError
 log = logging.getLogger(__name__)
 
 Conn = psycopg.Connection[dict]
+
+# Callbacks to run once the current ``Database.transaction()`` has committed (never on rollback).
+_after_commit: ContextVar[list[Callable[[], None]] | None] = ContextVar("hostfinder_after_commit", default=None)
+
+
+def after_commit(fn: Callable[[], None]) -> None:
+    """Run ``fn`` after the enclosing ``Database.transaction()`` commits; outside one, never.
+    Used to tell this process's caches about a write the moment it is visible."""
+    pending = _after_commit.get()
+    if pending is not None:
+        pending.append(fn)
+
 
 # Constraint name -> a function making the store error a person should read. Modules that own a
 # constraint register its sentence with ``on_constraint`` at import time.
@@ -83,9 +96,16 @@ class Database:
     def transaction(self) -> Iterator[Conn]:
         """One transaction; commits on exit, rolls back on any error. Integrity errors on the
         store's constraints come out as store errors."""
-        with self.pool.connection() as conn:
-            try:
-                with conn.transaction():
-                    yield conn
-            except psycopg.errors.IntegrityError as exc:
-                raise translate_integrity_error(exc) from exc
+        pending: list[Callable[[], None]] = []
+        token = _after_commit.set(pending)
+        try:
+            with self.pool.connection() as conn:
+                try:
+                    with conn.transaction():
+                        yield conn
+                except psycopg.errors.IntegrityError as exc:
+                    raise translate_integrity_error(exc) from exc
+        finally:
+            _after_commit.reset(token)
+        for fn in pending:
+            fn()

@@ -32,6 +32,7 @@ from store.access import Principal
 from store.db import Conn, Database
 from store.errors import (AlreadyExists, Forbidden, Invalid, NotANote, NotFound, PreconditionFailed,
                           ReadOnly, TooLarge)
+from store.filecache import CACHEABLE_KINDS, FileCache
 from store.paths import RESERVED_AGENT_KEYS, SCRIPT_NAME, is_side_file, key_problem, nfc
 
 MAX_WRITE = 262_144
@@ -141,10 +142,16 @@ class HostTree:
     # GET) is one query. Short, because a mount keeps its tree for hours.
     CONTENT_TTL = 1.0
 
-    def __init__(self, db: Database, principal: Principal) -> None:
+    def __init__(self, db: Database, principal: Principal, *, cache: FileCache | None = None,
+                 content_ttl: float | None = None) -> None:
+        """``cache`` is the process's event-kept content cache (store.filecache), shared by every
+        tree; ``content_ttl`` overrides how long stat() keeps a file's bytes for the next read()."""
         if principal.kind != "user":
             raise Forbidden("the Host tree is for member users; a service token reaches the store through the API")
         self.db = db
+        self.cache = cache
+        if content_ttl is not None:
+            self.CONTENT_TTL = content_ttl
         self.principal = principal
         self.actor = principal.actor
         self._recent: dict[str, tuple[float, int, bytes]] = {}
@@ -434,10 +441,19 @@ class HostTree:
             kind = self._file_kind(folder, name, for_write=False)
         except (NotANote, ReadOnly):
             raise NotFound(f"unknown file /{path}") from None
+        cache = self.cache if kind in CACHEABLE_KINDS else None
+        if cache is not None:
+            hit = cache.get(path)
+            if hit is not None:
+                return hit
+            generation = cache.generation
         row = fam.read_file(conn, folder, name, kind, self.principal)
         if row is None:
             raise NotFound(f"unknown file /{path}")
-        return _file_node(folder, name, kind, row), row["content"]
+        node = _file_node(folder, name, kind, row)
+        if cache is not None:
+            cache.put(path, node, row["content"], generation)
+        return node, row["content"]
 
     def _family_node(self, conn: Conn, folder: Folder, name: str, kind: str) -> Node | None:
         row = fam.read_file(conn, folder, name, kind, self.principal)

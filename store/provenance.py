@@ -13,27 +13,31 @@ Event payload (JSON text on channel ``guild.files.changed``)::
 """
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 from store.access import Actor
-from store.db import Conn
+from store.db import Conn, after_commit
+from store.events import CHANNEL, publish_local
 
-CHANNEL = "guild.files.changed"
 Operation = Literal["create", "update", "delete", "move", "clear"]
 
 
 def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Operation,
                   version: int | None, actor: Actor) -> int:
     """Append one provenance row and its event; returns the change id. Call inside the write's
-    transaction."""
+    transaction. One statement: every write pays for it, so it is one round trip."""
     row = conn.execute(
-        """INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
-                                     actor_name, run_id, tool_call_id, tool_name)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+        """WITH change AS (
+               INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
+                                         actor_name, run_id, tool_call_id, tool_name)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id, org_id, display_path, operation, version)
+           SELECT id, pg_notify(%s, json_build_object('org_id', org_id, 'display_path', display_path,
+                                                      'operation', operation, 'version', version,
+                                                      'change_id', id)::text)
+             FROM change""",
         (org_id, display_path, operation, version, actor.type, actor.id, actor.name, actor.run_id,
-         actor.tool_call_id, actor.tool_name)).fetchone()
+         actor.tool_call_id, actor.tool_name, CHANNEL)).fetchone()
     payload = {"org_id": org_id, "display_path": display_path, "operation": operation,
                "version": version, "change_id": row["id"]}
-    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(payload)))
+    after_commit(lambda: publish_local(payload))
     return row["id"]

@@ -128,9 +128,9 @@ class RunningServer:
         return s
 
 
-def start_gateway(db: Database, *, threads: int = 8) -> tuple[RunningServer, Any]:
+def start_gateway(db: Database, *, threads: int = 8, read_cache: bool = False) -> tuple[RunningServer, Any]:
     """The real gateway WSGI app on a real cheroot server on a free port, in a thread."""
-    gateway = Gateway(db)
+    gateway = Gateway(db, read_cache=read_cache)
     port = free_port()
     server = make_server(gateway, "127.0.0.1", port, threads=threads)
     server.prepare()
@@ -144,6 +144,7 @@ def server(db: Database) -> Iterator[RunningServer]:
     running, srv = start_gateway(db)
     yield running
     srv.stop()
+    running.gateway.close()
 
 
 @pytest.fixture

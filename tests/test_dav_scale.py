@@ -44,7 +44,7 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
         conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
                         SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', 'note ' || i
                         FROM generate_series(1, 10000) AS i""", (org, guild, f"org/{org}/guilds/{guild}/"))
-    running, srv = start_gateway(counted_db, threads=2)
+    running, srv = start_gateway(counted_db, threads=2, read_cache=True)
     try:
         s = running.session(basic=(boot["email"], boot["password"]))
         base = f"{running.url}/dav/org/{org}/guilds/{guild}"
@@ -64,8 +64,15 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
         r = counted("GET", base + "/n5000.md")
         assert r.text == "note 5000"
         assert seen[-1] == 1, f"GET ran {seen[-1]} queries"
+        # With --read-cache, once the cache follows the change events a repeated read runs no query.
+        assert running.gateway.cache.wait_live()
+        counted("GET", base + "/n5001.md")
+        r = counted("GET", base + "/n5001.md")
+        assert r.text == "note 5001"
+        assert seen[-1] == 0, f"a repeated GET ran {seen[-1]} queries"
     finally:
         srv.stop()
+        running.gateway.close()
 
 
 def _total(running: Any) -> int:

@@ -1,0 +1,90 @@
+"""The Host tree's content cache (`serve --read-cache`, and every FUSE mount): repeated reads cost no
+query; in its own process a reader never sees an older version than it could without the cache,
+and another process's write arrives through its change event."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from store import tools
+from store.access import Door
+from store.filecache import FileCache
+from tests.conftest import REPO, start_gateway
+
+
+@pytest.fixture
+def server(db):
+    """The gateway as `serve --read-cache` runs it."""
+    running, srv = start_gateway(db, read_cache=True)
+    yield running
+    srv.stop()
+    running.gateway.close()
+
+
+def note_url(server, boot: dict[str, Any], key: str) -> str:
+    return f"{server.url}/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/{key}"
+
+
+def test_a_write_through_any_front_end_is_read_back_at_once(server, boot, operator, db) -> None:
+    assert server.gateway.cache.wait_live()
+    url = note_url(server, boot, "plan.md")
+    assert operator.put(url, data=b"v1").status_code == 201
+    assert operator.get(url).text == "v1"
+    assert operator.get(url).text == "v1"  # now cached
+    # An agent's tool call in this process: the next GET sees it, with no wait.
+    service = Door(db).bearer(boot["service_token"])
+    tools.call(db, service, boot["agent_id"], "note_write", {"level": "guild", "key": "plan.md", "content": "v2"})
+    r = operator.get(url)
+    assert r.text == "v2" and r.headers["ETag"].endswith('-v2"')
+    # The operator's own save over WebDAV.
+    assert operator.put(url, data=b"v3").status_code == 204
+    assert operator.get(url).text == "v3"
+
+
+def test_a_write_by_another_process_reaches_the_cache_through_its_event(server, boot, operator, db) -> None:
+    assert server.gateway.cache.wait_live()
+    url = note_url(server, boot, "shared.md")
+    operator.put(url, data=b"before")
+    assert operator.get(url).text == "before"
+    assert operator.get(url).text == "before"
+    script = (
+        "import sys; from store.db import Database; from store import notes; from store.access import Actor\n"
+        "db = Database(sys.argv[1]).open()\n"
+        "with db.transaction() as conn:\n"
+        f"    notes.write_note(conn, {boot['org_id']}, 'guild', {boot['guild_id']}, 'shared.md', 'after',"
+        " Actor('system', None, 'other process'))\n")
+    subprocess.run([sys.executable, "-c", script, db.conninfo], cwd=REPO, check=True, timeout=60)
+    deadline = time.monotonic() + 1.0
+    while operator.get(url).text != "after":
+        assert time.monotonic() < deadline, "the other process's write was not seen within a second"
+        time.sleep(0.01)
+
+
+def test_a_read_that_raced_an_invalidation_is_not_kept(db) -> None:
+    cache = FileCache(db.conninfo).start()
+    try:
+        assert cache.wait_live()
+        generation = cache.generation
+        cache.invalidate("org/1/a.md")  # a write committed while the read was under way
+        cache.put("org/1/a.md", "node", b"old", generation)
+        assert cache.get("org/1/a.md") is None
+        cache.put("org/1/a.md", "node", b"new", cache.generation)
+        assert cache.get("org/1/a.md") == ("node", b"new")
+    finally:
+        cache.stop()
+    assert cache.get("org/1/a.md") is None, "a stopped cache answers nothing"
+
+
+def test_the_cache_is_off_until_it_follows_the_events(db) -> None:
+    cache = FileCache("postgresql://nobody@127.0.0.1:1/none")  # never reachable: never live
+    cache.start()
+    try:
+        assert not cache.wait_live(timeout=0.3)
+        cache.put("org/1/a.md", "node", b"x", cache.generation)
+        assert cache.get("org/1/a.md") is None
+    finally:
+        cache.stop()
