@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from flask import Flask, jsonify
+from flask.json.provider import DefaultJSONProvider
 
 from api import errors
 from store import migrations
@@ -15,10 +17,25 @@ BLUEPRINTS = ("api.tools", "api.agents", "api.file_changes", "api.collections", 
               "api.openapi")
 
 
+class _JSONProvider(DefaultJSONProvider):
+    """Readable UTF-8 JSON in key order; a response that echoes an unpaired surrogate a client
+    sent falls back to ASCII escapes, which any JSON reader accepts, instead of failing."""
+
+    sort_keys = False
+    ensure_ascii = False
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        text = super().dumps(obj, **kwargs)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = super().dumps(obj, **{**kwargs, "ensure_ascii": True})
+        return text
+
+
 def create_app(db: Database, *, door: Door | None = None) -> Flask:
     app = Flask("hostfinder.api", static_folder=None)
-    app.json.sort_keys = False
-    app.json.ensure_ascii = False
+    app.json = _JSONProvider(app)
     app.extensions["hostfinder.db"] = db
     app.extensions["hostfinder.door"] = door or Door(db)
     errors.register(app)

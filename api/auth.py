@@ -20,23 +20,30 @@ from store.errors import NotFound, Unauthenticated
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def parse_basic(header: str) -> tuple[str, str] | None:
+    """(email, secret) from a 'Basic ...' Authorization value, or None when it is not one that
+    could name a login (bad base64, not UTF-8, no colon). Shared by /api/ and the gateway's /dav/
+    door, so both treat a garbled header as a failed login."""
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    email, sep, secret = decoded.partition(":")
+    return (email, secret) if sep and email and secret else None
+
+
 def authenticate(door: Door, header: str | None) -> Principal | None:
-    """The principal for an Authorization header value, or None. Shared by /api/ and /dav/."""
+    """The principal for an Authorization header value, or None."""
     if not header:
         return None
     scheme, _, value = header.partition(" ")
-    scheme = scheme.lower()
-    if scheme == "bearer" and value.strip():
+    if scheme.lower() == "bearer" and value.strip():
         return door.bearer(value.strip())
-    if scheme == "basic":
-        try:
-            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        email, sep, secret = decoded.partition(":")
-        if sep and email and secret:
-            return door.basic(email, secret)
-    return None
+    credentials = parse_basic(header)
+    return door.basic(*credentials) if credentials else None
 
 
 def requires(*kinds: str) -> Callable[[F], F]:

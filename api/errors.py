@@ -40,8 +40,14 @@ def status_of(exc: e.StoreError) -> int:
     return 400
 
 
+def _printable(text: str) -> str:
+    # A message may quote what the client sent; an unpaired surrogate in it cannot be encoded.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def error_response(status: int, message: str, problems: list[str] | None = None) -> Response:
-    resp = jsonify({"error": message, "problems": problems or [], "status": status})
+    resp = jsonify({"error": _printable(message), "problems": [_printable(p) for p in problems or []],
+                    "status": status})
     resp.status_code = status
     if status == 401:
         resp.headers["WWW-Authenticate"] = 'Basic realm="Host Finder", charset="UTF-8"'

@@ -101,8 +101,9 @@ class StoreRuntime:
     def _conninfo(self) -> str:
         if self.config.database_url:
             if not _parsable(self.config.database_url):
-                raise StartupError(f"--database-url {self.config.database_url!r} is not a PostgreSQL URL"
-                                   " (for example postgresql://user:password@host:5432/dbname)")
+                # Not echoed: a URL can hold a password.
+                raise StartupError("the database URL (--database-url or HOSTFINDER_DATABASE_URL) is not a "
+                                   "PostgreSQL URL; use the form postgresql://user:password@host:5432/dbname")
             with psycopg.connect(self.config.database_url, connect_timeout=10):
                 pass
             return self.config.database_url

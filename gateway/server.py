@@ -14,6 +14,7 @@ from cheroot import wsgi
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 
 from api import create_app
+from api.auth import parse_basic
 from dav_provider.app import MOUNT_PATH, build_dav_app
 from store.access import PRINCIPAL_KEY, Door
 from store.db import Database
@@ -55,32 +56,73 @@ class Gateway:
             # WsgiDAV expects its mount path in SCRIPT_NAME, as a path dispatcher would set it.
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + MOUNT_PATH
             environ["PATH_INFO"] = path[len(MOUNT_PATH):] or "/"
-            app: WSGIApp = self.dav
+            app: WSGIApp = _refusal(environ) or self.dav
         elif path.startswith("/api/") or path == "/api":
-            app = self.api
+            app = _refusal(environ) or self.api
         else:
             app = _root
-        result = app(environ, recording_start_response)
         try:
-            yield from result
+            result = app(environ, recording_start_response)
+            try:
+                yield from result
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+        except Exception:
+            # Flask and WsgiDAV answer their own errors; reaching here is a bug of ours. Log it
+            # whole, answer a short sentence (never the traceback), or drop the connection if the
+            # response had already begun.
+            log.exception("unhandled error in %s %s", environ.get("REQUEST_METHOD"), path)
+            if status_holder:
+                raise
+            status_holder[:] = ["500"]
+            yield from _plain(start_response, "500 Internal Server Error",
+                              "internal error: the server could not complete the request; it has been logged")
         finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
             principal = environ.get(PRINCIPAL_KEY)
             access_log.info('%s %s %s %.1fms %s', environ.get("REQUEST_METHOD"), path,
                             (status_holder or ["-"])[0].split(" ")[0], (time.perf_counter() - started) * 1000,
                             principal.name if principal else "-")
 
 
+def _refusal(environ: dict[str, Any]) -> WSGIApp | None:
+    """A short answer for a request no application should see: a path that is not UTF-8, a body
+    length that is not a number, or a Basic header that cannot name a login. WsgiDAV would turn
+    each into a 500 with the exception's text."""
+    try:
+        environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return _answer("400 Bad Request", "the path is not valid UTF-8; percent-encode file names as UTF-8")
+    length = environ.get("CONTENT_LENGTH", "")
+    if length and not (length.isascii() and length.isdigit()):
+        return _answer("400 Bad Request", f"Content-Length {length!r} is not a number of bytes")
+    header = environ.get("HTTP_AUTHORIZATION", "")
+    if header[:6].lower() == "basic " and parse_basic(header) is None:
+        return _answer("401 Unauthorized", "the Basic credentials are not base64 of email:password in UTF-8",
+                       [("WWW-Authenticate", 'Basic realm="Host Finder", charset="UTF-8"')])
+    return None
+
+
+def _answer(status: str, sentence: str, headers: list[tuple[str, str]] | None = None) -> WSGIApp:
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        return _plain(start_response, status, sentence, headers)
+    return app
+
+
+def _plain(start_response: Callable[..., Any], status: str, sentence: str,
+           headers: list[tuple[str, str]] | None = None) -> list[bytes]:
+    body = (sentence + "\n").encode("utf-8")
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                            *(headers or [])])
+    return [body]
+
+
 def _root(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     if environ.get("PATH_INFO") in ("", "/"):
         start_response("302 Found", [("Location", MOUNT_PATH + "/"), ("Content-Length", "0")])
         return [b""]
-    body = b"Not found. The files are under /dav/ and the API under /api/.\n"
-    start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8"),
-                                     ("Content-Length", str(len(body)))])
-    return [body]
+    return _plain(start_response, "404 Not Found", "Not found. The files are under /dav/ and the API under /api/.")
 
 
 def make_server(app: WSGIApp, host: str, port: int, *, threads: int = 16,

@@ -121,6 +121,8 @@ class Door:
 
     def basic(self, email: str, secret: str) -> Principal | None:
         """Email with a password or with one of that user's member tokens."""
+        if not _plausible(email) or not _plausible(secret):
+            return None
         cached = self._cache.get(email, secret)
         if cached is not None:
             return cached
@@ -142,6 +144,8 @@ class Door:
 
     def bearer(self, secret: str) -> Principal | None:
         """A member token (acts as its user) or a service token (acts for its organisation)."""
+        if not _plausible(secret):
+            return None
         with self.db.connection() as conn:
             row = self._token_row(conn, secret)
             if row is None:
@@ -172,6 +176,18 @@ class Door:
     def _user_principal(conn: Conn, user: dict) -> Principal:
         orgs = conn.execute("SELECT org_id FROM memberships WHERE user_id = %s", (user["id"],)).fetchall()
         return Principal("user", user["id"], user["email"], frozenset(r["org_id"] for r in orgs))
+
+
+def _plausible(text: str) -> bool:
+    """Credentials that could exist at all: bounded, no NUL, valid Unicode. Anything else is a
+    wrong login (401), not a server error."""
+    if not text or len(text) > 1024 or "\0" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _verify(stored: str, password: str) -> bool:

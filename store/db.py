@@ -17,7 +17,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from store.errors import Conflict, StoreError
+from store.errors import Conflict, Invalid, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,13 @@ def on_constraint(name: str, make: Callable[[pg_errors.Diagnostic], StoreError])
     _CONSTRAINT_ERRORS[name] = make
 
 
+def like_escape(text: str) -> str:
+    """``text`` as a literal inside a LIKE/ILIKE pattern (default escape character \\): its
+    backslashes, % and _ match only themselves. Callers add the wildcards they mean, e.g.
+    ``like_escape(folder) + "/%"`` for everything below a folder."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def translate_integrity_error(exc: psycopg.errors.IntegrityError) -> StoreError:
     """Name the store error behind a violated constraint; an unregistered one is a generic conflict."""
     diag = exc.diag
@@ -53,6 +60,22 @@ def translate_integrity_error(exc: psycopg.errors.IntegrityError) -> StoreError:
         return make(diag)
     log.warning("unregistered constraint violated: %s (%s)", diag.constraint_name, diag.message_primary)
     return Conflict(f"the change conflicts with the current state ({diag.message_primary})")
+
+
+def unstorable(exc: BaseException) -> Invalid:
+    """A value PostgreSQL cannot hold (a NUL in text, an unpaired surrogate, a number out of range,
+    a timestamp past year 9999) as the client's mistake it is: one place for every such value, wherever
+    it entered, instead of a check before each statement."""
+    if isinstance(exc, UnicodeEncodeError):
+        msg = ("a text value contains an unpaired surrogate (such as \\ud800), which is not valid "
+               "Unicode; send the text as valid UTF-8")
+    else:
+        detail = exc.diag.message_primary if isinstance(exc, psycopg.Error) and exc.diag.message_primary else str(exc)
+        if "\\u0000" in detail or "0x00" in detail:
+            msg = "a text value contains a NUL character (\\u0000), which cannot be stored; remove it"
+        else:
+            msg = f"a value in the request cannot be stored ({detail.strip()}); send it within range and as valid text"
+    return Invalid(msg, [msg])
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -90,7 +113,10 @@ class Database:
     def connection(self) -> Iterator[Conn]:
         """A pooled autocommit connection, for reads that need no transaction."""
         with self.pool.connection() as conn:
-            yield conn
+            try:
+                yield conn
+            except (psycopg.DataError, UnicodeEncodeError) as exc:
+                raise unstorable(exc) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[Conn]:
@@ -105,6 +131,8 @@ class Database:
                         yield conn
                 except psycopg.errors.IntegrityError as exc:
                     raise translate_integrity_error(exc) from exc
+                except (psycopg.DataError, UnicodeEncodeError) as exc:
+                    raise unstorable(exc) from exc
         finally:
             _after_commit.reset(token)
         for fn in pending:
