@@ -12,17 +12,13 @@ collection through the store, then times:
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-import psycopg
 from psycopg.types.json import Jsonb
 
-from store import admin, migrations
+from bench.harness import bench_database
+from store import admin
 from store.access import Principal
 from store.collections import alter_collection, create_collection, list_collections
 from store.columns import parse_columns, search_blob
@@ -119,24 +115,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
     args = parser.parse_args()
-    url = os.environ.get("HOSTFINDER_BENCH_DATABASE_URL")
-    if url:
-        migrations.migrate(url)
+    with bench_database("hf_bench_schema") as url:
         run(url, args.records)
-        return
-    from gateway.postgres import EmbeddedPostgres
-    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-bench-pg-"))
-    pg = EmbeddedPostgres(data_dir, settings={"fsync": "off", "synchronous_commit": "off"})
-    try:
-        server = pg.start()
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE hf_bench")
-        conninfo = psycopg.conninfo.make_conninfo(server, dbname="hf_bench")
-        migrations.migrate(conninfo)
-        run(conninfo, args.records)
-    finally:
-        pg.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import socket
 import tempfile
@@ -23,13 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import requests
 from wsgidav.fs_dav_provider import FilesystemProvider
 from wsgidav.wsgidav_app import WsgiDAVApp
 
 from gateway.server import Gateway, make_server
-from store import admin, migrations
+from bench.harness import bench_database
+from store import admin
 from store.db import Database
 
 USER, PASSWORD = "bench@example.com", "bench password"
@@ -141,24 +140,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
     args = parser.parse_args()
-    url = os.environ.get("HOSTFINDER_BENCH_DATABASE_URL")
-    if url:
-        migrations.migrate(url)
+    with bench_database("hf_bench_dav") as url:
         run(url, args.notes)
-        return
-    from gateway.postgres import EmbeddedPostgres
-    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-bench-pg-"))
-    pg = EmbeddedPostgres(data_dir, settings={"fsync": "off", "synchronous_commit": "off"})
-    try:
-        server = pg.start()
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE hf_bench_dav")
-        conninfo = psycopg.conninfo.make_conninfo(server, dbname="hf_bench_dav")
-        migrations.migrate(conninfo)
-        run(conninfo, args.notes)
-    finally:
-        pg.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

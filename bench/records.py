@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import requests
 from psycopg.types.json import Jsonb
 
-from store import admin, migrations, records, tools
+from bench.harness import bench_database
+from store import admin, records, tools
 from store.access import Principal
 from store.columns import identity_of, parse_columns, search_blob, unique_column
 from store.db import Database
@@ -317,24 +314,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--adds", type=int, default=1_000)
     args = parser.parse_args()
-    url = os.environ.get("HOSTFINDER_BENCH_DATABASE_URL")
-    if url:
-        migrations.migrate(url)
+    with bench_database("hf_bench_records") as url:
         run(url, args.records, args.adds)
-        return
-    from gateway.postgres import EmbeddedPostgres
-    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-bench-pg-", dir="/tmp"))
-    pg = EmbeddedPostgres(data_dir, settings={"fsync": "off", "synchronous_commit": "off"})
-    try:
-        server = pg.start()
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE hf_bench")
-        conninfo = psycopg.conninfo.make_conninfo(server, dbname="hf_bench")
-        migrations.migrate(conninfo)
-        run(conninfo, args.records, args.adds)
-    finally:
-        pg.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,50 @@
+"""Where a benchmark's data lives: one fresh, migrated database, removed afterwards."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from gateway.postgres import EmbeddedPostgres
+from store import migrations
+
+ENV = "HOSTFINDER_BENCH_DATABASE_URL"
+
+
+@contextmanager
+def bench_database(name: str, *, durable: bool = False) -> Iterator[str]:
+    """The conninfo of a new migrated database ``name``: on the server at $HOSTFINDER_BENCH_DATABASE_URL
+    (a role that may create databases) when set, else on a private PostgreSQL in a temp dir under
+    /tmp (traversable by the server user when we are root). ``durable`` keeps fsync on, so write
+    rates include the commit's flush as in production; otherwise the server runs as the test suite's
+    does, and both sides of every ratio share the same setting."""
+    server_url = os.environ.get(ENV)
+    pg = data_dir = None
+    if not server_url:
+        data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-bench-pg-", dir="/tmp"))
+        settings = {} if durable else {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+        pg = EmbeddedPostgres(data_dir, settings=settings)
+        server_url = pg.start()
+    dbname = f"{name}_{os.getpid()}"
+    try:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+        url = make_conninfo(server_url, dbname=dbname)
+        migrations.migrate(url)
+        yield url
+    finally:
+        try:
+            with psycopg.connect(server_url, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+        finally:
+            if pg is not None:
+                pg.stop()
+                shutil.rmtree(data_dir, ignore_errors=True)
