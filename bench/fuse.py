@@ -1,7 +1,7 @@
 """The FUSE mount against local disk: `ls -l` of a 10 000-note folder, reading every note once, and
 `grep -r` over them, each beside the same files in a local directory, as a ratio.
 
-    python bench/fuse.py [--notes 10000] [--database-url URL]
+    .venv/bin/python -m bench.fuse [--notes 10000]   (HOSTFINDER_BENCH_DATABASE_URL: use that server)
 
 Without a URL it starts a private PostgreSQL in a temporary directory (fsync off, as the tests do)
 and removes it afterwards. Needs /dev/fuse."""
@@ -18,15 +18,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gateway.postgres import EmbeddedPostgres  # noqa: E402
-from store import admin, migrations  # noqa: E402
+from bench.harness import bench_database  # noqa: E402
+from store import admin  # noqa: E402
 from store.access import Door  # noqa: E402
 from store.db import Database  # noqa: E402
 from store.host import HostTree  # noqa: E402
@@ -67,7 +64,6 @@ def read_all(folder: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
-    parser.add_argument("--database-url", help="a PostgreSQL server whose role may create databases")
     args = parser.parse_args()
     if not os.path.exists("/dev/fuse"):
         print("bench/fuse.py: /dev/fuse is missing; the mount benchmark needs FUSE", file=sys.stderr)
@@ -75,20 +71,17 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="hostfinder-bench-fuse-"))
     os.chmod(work, 0o755)
-    pg = None
-    server = args.database_url
-    if not server:
-        pg = EmbeddedPostgres(work / "pg", settings={"fsync": "off", "synchronous_commit": "off",
-                                                     "full_page_writes": "off"})
-        server = pg.start()
-    dbname = f"hf_bench_fuse_{os.getpid()}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-    url = make_conninfo(server, dbname=dbname)
+    try:
+        with bench_database("hf_bench_fuse") as url:
+            return mount_and_measure(args, url, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
     proc = None
     mountpoint = work / "mnt"
     try:
-        migrations.migrate(url)
         with Database(url, min_size=1, max_size=9) as db:
             boot = admin.bootstrap(db, email="bench@example.com", password="bench password")
             principal = Door(db).principal_for_email("bench@example.com")
@@ -151,11 +144,6 @@ def main() -> int:
                 proc.kill()
         if os.path.ismount(mountpoint):
             subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
-        if pg is not None:
-            pg.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
