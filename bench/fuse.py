@@ -132,8 +132,8 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
             print(f"{label:<28} {first * 1000:>8.0f}ms {mounted * 1000:>7.0f}ms {on_disk * 1000:>7.1f}ms "
                   f"{mounted / on_disk:>7.1f}x", flush=True)
         print("\n(mount 1st: the first run, kernel caches cold; mount and local: best of 3 runs; ratio: "
-              "best mount / best local. Names and attributes stay in the kernel for 5 s; every open of "
-              "a note reads it from the store)")
+              "best mount / best local. Names and attributes stay in the kernel for 5 s; a note's pages stay "
+              "in the kernel across opens until a change event drops them)")
         return 0
     finally:
         if proc is not None and proc.poll() is None:

@@ -263,11 +263,13 @@ class HostOperations(pyfuse3.Operations):
                 return pyfuse3.FileInfo(fh=handle.fh)
             # stat keeps the content for a moment, so this read is not a second query.
             data = await self._call("open", path, "read", path)
-        else:
-            node = None
-            data = await self._call("open", path, "read", path)
-        handle = self.handles.open(inode, path, writable=writing, data=data, node=node)
-        return pyfuse3.FileInfo(fh=handle.fh)
+            handle = self.handles.open(inode, path, writable=True, data=data, node=node)
+            return pyfuse3.FileInfo(fh=handle.fh)
+        # Reading: the bytes are fetched at the first read, and the kernel may keep the pages it
+        # already holds (keep_cache), so re-reading an unchanged note costs no call at all. A change
+        # made elsewhere reaches us as an event, which drops those pages (invalidate).
+        handle = self.handles.open(inode, path, writable=False)
+        return pyfuse3.FileInfo(fh=handle.fh, keep_cache=True)
 
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
