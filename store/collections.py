@@ -137,7 +137,7 @@ def _unknown_fields(body: Mapping[str, Any], allowed: tuple[str, ...]) -> list[s
 def _name_problem(name: object) -> str | None:
     if name is None:
         return 'name is required, such as "leads"'
-    if not isinstance(name, str) or not COLLECTION_NAME.match(name):
+    if not isinstance(name, str) or not COLLECTION_NAME.fullmatch(name):
         shown = f'"{name}"' if isinstance(name, str) else repr(name)
         return (f"name {shown} is not a collection name: start with a lowercase letter, then lowercase "
                 "letters, digits, _ or -, at most 63 characters (^[a-z][a-z0-9_-]{0,62}$)")

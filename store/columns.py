@@ -9,7 +9,6 @@ change rebuilds the records, so both paths derive the same text from the same bo
 """
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,10 +18,11 @@ from typing import Any, Literal
 from store.db import Conn
 from store.errors import Conflict, Invalid
 from store.paths import nfc
+from store.values import is_number, shown
 
 ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
 TYPES: tuple[ColumnType, ...] = ("text", "number", "boolean", "datetime", "array")
-COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 RESERVED = ("id", "created_at", "updated_at", "created_by", "updated_by")
 MAX_COLUMNS = 64
 MAX_DESCRIPTION = 200
@@ -30,6 +30,8 @@ MAX_VALUES = 50
 MAX_VALUE_LENGTH = 64
 _FIELDS = ("name", "type", "description", "required", "unique", "values")
 _UNIQUE_TYPES = ("text", "number")
+# A sent value as a definition problem quotes it: short, since one change may quote many.
+_QUOTE_LIMIT = 42
 _VALUES_TYPES = ("text", "array")
 
 
@@ -75,11 +77,6 @@ def _number_text(value: int | float) -> str:
     return format(Decimal(repr(value)), "f")
 
 
-def _is_number(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and math.isfinite(value))
-
-
 def value_text(value: object) -> str:
     """One value as search text: strings as they are, numbers in decimal, booleans as true/false,
     lists item by item. Values stored before a retype keep their own type's text."""
@@ -87,7 +84,7 @@ def value_text(value: object) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if _is_number(value):
+    if is_number(value):
         return _number_text(value)  # type: ignore[arg-type]
     if isinstance(value, str):
         return value
@@ -109,35 +106,27 @@ def search_blob(columns: Sequence[Column], body: dict[str, Any]) -> str:
 
 def identity_of(column: Column | None, value: object) -> str | None:
     """The normalised unique value: text NFC, trimmed and lowercased; a number its decimal string.
-    None when there is no unique column or no value. The comparison built on it is exact."""
+    None when there is no unique column or no value. Blank text ("" or only spaces) is no value
+    either: otherwise every record left blank would share one identity and merge into one.
+    The comparison built on it is exact."""
     if column is None or value is None:
         return None
     if isinstance(value, str):
-        return nfc(value).strip().lower()
-    if _is_number(value):
+        return nfc(value).strip().lower() or None
+    if is_number(value):
         return _number_text(value)  # type: ignore[arg-type]
     return None
 
 
 # --- parsing definitions --------------------------------------------------------------------------
 
-def _show(value: object) -> str:
-    """A sent value as the problem text quotes it (JSON-like, short)."""
-    if isinstance(value, str):
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return f'"{text}"'
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, dict)):
-        return "a list" if isinstance(value, list) else "an object"
-    return str(value)
+def _quote(value: object) -> str:
+    return shown(value, _QUOTE_LIMIT)
 
 
 def _label(index: int, raw: object) -> str:
     name = raw.get("name") if isinstance(raw, dict) else None
-    if isinstance(name, str) and COLUMN_NAME.match(name):
+    if isinstance(name, str) and COLUMN_NAME.fullmatch(name):
         return f'column "{name}"'
     return f"column {index + 1}"
 
@@ -146,7 +135,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
     """One definition; appends its problems and returns the column only when it has none."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
-                        f"unique?, values?}}; got {_show(raw)}")
+                        f"unique?, values?}}; got {_quote(raw)}")
         return None
     label = _label(index, raw)
     before = len(problems)
@@ -160,8 +149,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
     name = raw.get("name")
     if name is None:
         problems.append(f"{label}: name is required, such as \"email\"")
-    elif not isinstance(name, str) or not COLUMN_NAME.match(name):
-        problems.append(f"{label}: name {_show(name)} is not a column name: start with a lowercase letter, "
+    elif not isinstance(name, str) or not COLUMN_NAME.fullmatch(name):
+        problems.append(f"{label}: name {_quote(name)} is not a column name: start with a lowercase letter, "
                         "then lowercase letters, digits or _, at most 64 characters (^[a-z][a-z0-9_]{0,63}$)")
     elif name in RESERVED:
         problems.append(f'{label}: the name "{name}" is reserved: every record already carries '
@@ -169,7 +158,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
 
     ctype = raw.get("type")
     if ctype not in TYPES:
-        got = "nothing" if ctype is None else _show(ctype)
+        got = "nothing" if ctype is None else _quote(ctype)
         problems.append(f"{label}: type must be one of {', '.join(TYPES)}; got {got}")
 
     description = raw.get("description")
@@ -177,7 +166,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
         problems.append(f"{label}: description is required: a sentence, at most {MAX_DESCRIPTION} "
                         "characters, that tells agents what the column holds")
     elif not isinstance(description, str):
-        problems.append(f"{label}: description must be a string; got {_show(description)}")
+        problems.append(f"{label}: description must be a string; got {_quote(description)}")
     elif len(description) > MAX_DESCRIPTION:
         problems.append(f"{label}: description is {len(description)} characters; at most "
                         f"{MAX_DESCRIPTION} are allowed")
@@ -188,7 +177,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
         if value is None:
             value = False
         if not isinstance(value, bool):
-            problems.append(f"{label}: {flag} must be true or false; got {_show(value)}")
+            problems.append(f"{label}: {flag} must be true or false; got {_quote(value)}")
         flags[flag] = value is True
     if flags["unique"] and ctype in TYPES and ctype not in _UNIQUE_TYPES:
         problems.append(f"{label}: unique applies to text or number columns only; this column is {ctype}")
@@ -199,22 +188,22 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
         if ctype in TYPES and ctype not in _VALUES_TYPES:
             problems.append(f"{label}: values applies to text or array columns only; this column is {ctype}")
         elif not isinstance(values, list) or not 1 <= len(values) <= MAX_VALUES:
-            got = f"{len(values)} values" if isinstance(values, list) else _show(values)
+            got = f"{len(values)} values" if isinstance(values, list) else _quote(values)
             problems.append(f"{label}: values must list 1 to {MAX_VALUES} distinct strings; got {got}")
         else:
             for position, item in enumerate(values, start=1):
                 if not isinstance(item, str) or not item or len(item) > MAX_VALUE_LENGTH:
                     problems.append(f"{label}: values item {position} must be a non-empty string of at most "
-                                    f"{MAX_VALUE_LENGTH} characters; got {_show(item)}")
-            strings = [v for v in values if isinstance(v, str)]
-            repeated = sorted({v for v in strings if strings.count(v) > 1})
+                                    f"{MAX_VALUE_LENGTH} characters; got {_quote(item)}")
+            # Distinct as stored: "é" and "e\u0301" are one value once NFC.
+            listed = [nfc(v) for v in values if isinstance(v, str)]
+            repeated = sorted({v for v in listed if listed.count(v) > 1})
             for item in repeated:
                 problems.append(f'{label}: values lists "{item}" more than once; each value appears once')
-            listed = [nfc(v) for v in strings]
 
     rename_from = raw.get("rename_from")
     if rename_from is not None and allow_rename and not isinstance(rename_from, str):
-        problems.append(f"{label}: rename_from must be the current name of a column; got {_show(rename_from)}")
+        problems.append(f"{label}: rename_from must be the current name of a column; got {_quote(rename_from)}")
     if len(problems) > before:
         return None
     return Column(name=name, type=ctype, description=description, required=flags["required"],
@@ -241,8 +230,8 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None) ->
                         "in a collection")
     uniques = [item.get("name") for item in raw if isinstance(item, dict) and item.get("unique") is True]
     if len(uniques) > 1:
-        shown = ", ".join(f'"{n}"' if isinstance(n, str) else _show(n) for n in uniques)
-        problems.append(f"columns {shown} are all unique: at most one column per collection can be unique")
+        names = ", ".join(f'"{n}"' if isinstance(n, str) else _quote(n) for n in uniques)
+        problems.append(f"columns {names} are all unique: at most one column per collection can be unique")
 
     if previous is not None:
         problems.extend(_rename_problems(raw, previous))
@@ -296,21 +285,21 @@ def stored_columns(raw: object) -> list[Column]:
 def _repeat_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | None:
     """A 409 naming one value that live records repeat in ``source``, or None when all differ."""
     holders: dict[str, list[int]] = {}
-    shown: dict[str, Any] = {}
+    first_seen: dict[str, Any] = {}
     for row in rows:
         ident = identity_of(column, row["value"])
         if ident is not None:
             holders.setdefault(ident, []).append(int(row["key"]))
-            shown.setdefault(ident, row["value"])
+            first_seen.setdefault(ident, row["value"])
     repeated = sorted((ids for ids in holders.values() if len(ids) > 1), key=lambda ids: min(ids))
     if not repeated:
         return None
     ids = sorted(repeated[0])
-    value = shown[next(k for k, v in holders.items() if v is repeated[0])]
+    value = first_seen[next(k for k, v in holders.items() if v is repeated[0])]
     more = f"; {len(repeated) - 1} other value(s) repeat as well" if len(repeated) > 1 else ""
     listed = ", ".join(str(i) for i in ids[:20]) + (", ..." if len(ids) > 20 else "")
     message = (f'column "{column.name}" cannot become unique: {len(ids)} live records repeat the value '
-               f'{_show(value) if isinstance(value, str) else value_text(value)} (records {listed}){more}; '
+               f'{_quote(value) if isinstance(value, str) else value_text(value)} (records {listed}){more}; '
                "make those values distinct or remove the extra records, then make the column unique")
     return Conflict(message, [message])
 
@@ -362,8 +351,11 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
         ident = identity_of(unique, r["content_json"].get(unique.name)) if unique else None
         if blob != r["search_blob"] or ident != r["identity"]:
             changed.append((r["id"], blob, ident))
-            # Two records trading identities would meet in the live unique index mid-statement.
-            if ident is not None and r["identity"] is not None and ident != r["identity"]:
+            # The live unique index is checked row by row within the batch UPDATE, so a record
+            # taking a value must not meet the record giving it up (a swap, or unique moving from
+            # x to y while one record's x equals another's y): every old identity that changes is
+            # cleared first, whatever it becomes.
+            if r["identity"] is not None and ident != r["identity"]:
                 clear_first.append(r["id"])
     if clear_first:
         conn.execute("UPDATE artifacts SET identity = NULL WHERE id = ANY(%s)", (clear_first,))

@@ -31,7 +31,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
 from store.agents import Agent
-from store.db import Conn
+from store.db import Conn, like_escape
 from store.paths import nfc, parse, task_path
 from store.errors import StoreError
 
@@ -129,7 +129,7 @@ def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
         org_id = parse(path).org_id
     except StoreError:
         return []
-    pattern = "%" + re.sub(r"([\\%_])", r"\\\1", path) + "%"
+    pattern = "%" + like_escape(path) + "%"
     rows = conn.execute("SELECT id, task FROM agents WHERE org_id = %s AND task LIKE %s ORDER BY id",
                         (org_id, pattern)).fetchall()
     return [task_path(org_id, r["id"]) for r in rows if path in find_embeds(r["task"])]

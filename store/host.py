@@ -33,7 +33,7 @@ from store.db import Conn, Database
 from store.errors import (AlreadyExists, Forbidden, Invalid, NotANote, NotFound, PreconditionFailed,
                           ReadOnly, TooLarge)
 from store.filecache import CACHEABLE_KINDS, FileCache
-from store.paths import RESERVED_AGENT_KEYS, SCRIPT_NAME, is_side_file, key_problem, nfc
+from store.paths import RESERVED_AGENT_KEYS, SCRIPT_NAME, is_side_file, key_problem, nfc, parse_id
 
 MAX_WRITE = 262_144
 MARKDOWN = "text/markdown; charset=utf-8"
@@ -94,10 +94,6 @@ def split(path: str) -> list[str]:
     return parts
 
 
-def _int(text: str) -> int | None:
-    return int(text) if text.isdigit() and not text.startswith("0") and len(text) < 19 else None
-
-
 def folder_of(parts: list[str]) -> Folder | None:
     """The folder these segments name by shape alone, or None when they cannot name a folder."""
     path = "/".join(parts)
@@ -108,7 +104,7 @@ def folder_of(parts: list[str]) -> Folder | None:
         return None
     if n == 1:
         return Folder("orgs", path)
-    org = _int(parts[1])
+    org = parse_id(parts[1])
     if org is None:
         return None
     if n == 2:
@@ -116,9 +112,9 @@ def folder_of(parts: list[str]) -> Folder | None:
     head = parts[2]
     if n == 3 and head in ("guilds", "agents", "collections"):
         return Folder(head, path, org)  # type: ignore[arg-type]
-    if n == 4 and head == "guilds" and (gid := _int(parts[3])) is not None:
+    if n == 4 and head == "guilds" and (gid := parse_id(parts[3])) is not None:
         return Folder("guild", path, org, gid)
-    if n >= 4 and head == "agents" and (aid := _int(parts[3])) is not None:
+    if n >= 4 and head == "agents" and (aid := parse_id(parts[3])) is not None:
         if n == 4:
             return Folder("agent", path, org, aid)
         if n == 5 and parts[4] == "scripts":
@@ -195,7 +191,11 @@ class HostTree:
     def write(self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False,
               if_unmodified_since: datetime | None = None) -> Node:
         """Create or replace a note, task.md, memory.md or a script (one new version); a side-file
-        name goes to the user's scratch area. The condition is checked in the write's transaction."""
+        name goes to the user's scratch area.
+
+        The condition is checked against the version read here, and the write then passes that
+        version down (``if_version``), so the family's locked UPDATE applies it only if the row is
+        still at that version: two writers sending the same If-Match cannot both succeed."""
         self._forget_recent()
         parts = split(path)
         if not parts:
@@ -214,7 +214,7 @@ class HostTree:
             self._require_folder(conn, folder)
             current = self._family_node(conn, folder, name, kind)
             cond.check(current)
-            self._write_family(conn, folder, name, kind, text)
+            self._write_family(conn, folder, name, kind, text, if_version=cond.version_for(current))
             return self._family_node(conn, folder, name, kind)  # type: ignore[return-value]
 
     def check_write(self, path: str) -> None:
@@ -279,7 +279,8 @@ class HostTree:
         sp, dp = split(src), split(dst)
         verb = "move" if is_move else "copy"
         if folder_of(sp) is not None:
-            raise Forbidden(f"/{'/'.join(sp)} is a folder of the layout; folders cannot be {verb}d")
+            raise Forbidden(f"/{'/'.join(sp)} is a folder of the layout; folders cannot be "
+                            f"{'moved' if is_move else 'copied'}")
         if folder_of(dp) is not None or not dp:
             raise Forbidden(f"/{'/'.join(dp)} is a folder of the layout; {verb} a file into it by naming the file")
         if sp == dp:
@@ -384,7 +385,7 @@ class HostTree:
                                "(.md) live here; other files are refused")
             return "note"
         if folder.kind == "scripts":
-            if not SCRIPT_NAME.match(name):
+            if not SCRIPT_NAME.fullmatch(name):
                 raise NotANote(f"/{folder.path}/{name} cannot be a script: a script is a Python file name "
                                "such as fetch_prices.py (letters, digits, _ . -, ending in .py)")
             return "script"
@@ -459,15 +460,18 @@ class HostTree:
         row = fam.read_file(conn, folder, name, kind, self.principal)
         return None if row is None else _file_node(folder, name, kind, row)
 
-    def _write_family(self, conn: Conn, folder: Folder, name: str, kind: str, text: str) -> None:
+    def _write_family(self, conn: Conn, folder: Folder, name: str, kind: str, text: str, *,
+                      if_version: int | None = None) -> None:
+        """One new version; with ``if_version``, only if the file is still at that version
+        (PreconditionFailed otherwise, decided under the family's row lock)."""
         if kind == "note":
-            fam.write_note(conn, self._target(folder, name), text, self.actor)
+            fam.write_note(conn, self._target(folder, name), text, self.actor, if_version=if_version)
         elif kind == "task":
-            fam.write_task(conn, folder.org_id, folder.owner_id, text, self.actor)
+            fam.write_task(conn, folder.org_id, folder.owner_id, text, self.actor, if_version=if_version)
         elif kind == "memory":
-            fam.write_memory(conn, folder.org_id, folder.owner_id, text, self.actor)
+            fam.write_memory(conn, folder.org_id, folder.owner_id, text, self.actor, if_version=if_version)
         elif kind == "script":
-            fam.write_script(conn, folder.org_id, folder.owner_id, name, text, self.actor)
+            fam.write_script(conn, folder.org_id, folder.owner_id, name, text, self.actor, if_version=if_version)
         else:
             raise ReadOnly(_read_only_sentence(folder))
 
@@ -503,8 +507,14 @@ class _Condition:
     if_none_match: bool
     if_unmodified_since: datetime | None
 
+    @property
+    def conditional(self) -> bool:
+        return self.if_match is not None or self.if_none_match or self.if_unmodified_since is not None
+
     def check(self, current: Node | None) -> None:
-        """PreconditionFailed when the client's view is stale. Called with the row locked."""
+        """PreconditionFailed when the client's view is stale, judged on ``current`` as read
+        without a lock. That read can be overtaken by another writer, so a write that passed must
+        also be applied only at the version judged here: see ``version_for``."""
         exists = current is not None and current.version > 0
         if self.if_none_match and exists:
             raise PreconditionFailed(f"/{current.path} already exists (If-None-Match: *); read it first "  # type: ignore[union-attr]
@@ -523,6 +533,13 @@ class _Condition:
                 raise PreconditionFailed(
                     f"the file changed at {current.modified_at:%Y-%m-%d %H:%M:%S} UTC, after "  # type: ignore[union-attr]
                     f"{since:%Y-%m-%d %H:%M:%S} (If-Unmodified-Since); read it again first")
+
+    def version_for(self, current: Node | None) -> int | None:
+        """The version the write must still find, or None for an unconditional write. A file that
+        did not exist passed as version 0 (memory.md and task.md have a version-0 form)."""
+        if not self.conditional:
+            return None
+        return current.version if current is not None else 0
 
 
 def _text(data: bytes, name: str) -> str:

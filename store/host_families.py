@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from store.access import Actor, Principal
 from store.db import Conn
-from store.paths import HISTORY_NAME, note_path, script_path
+from store.paths import HISTORY_NAME, note_path, parse_id, script_path
 
 if TYPE_CHECKING:
     from store.host import Folder
@@ -154,7 +154,7 @@ def read_file(conn: Conn, folder: Folder, name: str, kind: str, principal: Princ
     if kind == "memory":
         return _bytes(_memory_row(conn, owner, with_content=True, org_id=org))
     if kind == "history":
-        m = HISTORY_NAME.match(name)
+        m = HISTORY_NAME.fullmatch(name)
         if not m:
             return None
         return _bytes(conn.execute(
@@ -216,7 +216,7 @@ def _collection_files(conn: Conn, folder: Folder, only: str | None = None) -> li
     want_record = None
     if only is not None and only != "collection.json":
         stem = only.removesuffix(".json")
-        if not only.endswith(".json") or not stem.isdigit():
+        if not only.endswith(".json") or parse_id(stem) is None:
             return []
         want_record = stem
     where = " AND key = %s" if want_record else ""
@@ -260,9 +260,10 @@ def _tuple(ref: NoteRef) -> tuple[int, str, int | None, str]:
     return (ref.org_id, ref.level, ref.owner_id, ref.key)
 
 
-def write_note(conn: Conn, ref: NoteRef, text: str, actor: Actor) -> int:
+def write_note(conn: Conn, ref: NoteRef, text: str, actor: Actor, *, if_version: int | None = None) -> int:
     from store import notes
-    return notes.write_note(conn, ref.org_id, ref.level, ref.owner_id, ref.key, text, actor)["version"]
+    return notes.write_note(conn, ref.org_id, ref.level, ref.owner_id, ref.key, text, actor,
+                            if_version=if_version)["version"]
 
 
 def delete_note(conn: Conn, ref: NoteRef, actor: Actor) -> None:
@@ -275,19 +276,24 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
     return notes.move_note(conn, _tuple(src), _tuple(dst), actor, replace=replace)["version"]
 
 
-def write_task(conn: Conn, org_id: int | None, agent_id: int | None, text: str, actor: Actor) -> int:
+def write_task(conn: Conn, org_id: int | None, agent_id: int | None, text: str, actor: Actor, *,
+               if_version: int | None = None) -> int:
     from store import tasks
-    return tasks.write_task(conn, org_id or 0, agent_id or 0, text, actor)["version"]
+    return tasks.write_task(conn, org_id or 0, agent_id or 0, text, actor, if_version=if_version)["version"]
 
 
-def write_memory(conn: Conn, org_id: int | None, agent_id: int | None, text: str, actor: Actor) -> int:
+def write_memory(conn: Conn, org_id: int | None, agent_id: int | None, text: str, actor: Actor, *,
+                 if_version: int | None = None) -> int:
     from store import memory
-    return memory.write_memory(conn, org_id or 0, agent_id or 0, text, actor, source=OPERATOR_SOURCE)["version"]
+    return memory.write_memory(conn, org_id or 0, agent_id or 0, text, actor, source=OPERATOR_SOURCE,
+                               if_version=if_version)["version"]
 
 
-def write_script(conn: Conn, org_id: int | None, agent_id: int | None, name: str, text: str, actor: Actor) -> int:
+def write_script(conn: Conn, org_id: int | None, agent_id: int | None, name: str, text: str, actor: Actor, *,
+                 if_version: int | None = None) -> int:
     from store import scripts
-    return scripts.write_script(conn, org_id or 0, agent_id or 0, name, text, actor)["version"]
+    return scripts.write_script(conn, org_id or 0, agent_id or 0, name, text, actor,
+                                if_version=if_version)["version"]
 
 
 def delete_script(conn: Conn, org_id: int | None, agent_id: int | None, name: str, actor: Actor) -> None:

@@ -31,7 +31,7 @@ from store.paths import HISTORY_NAME, history_path, memory_path
 from store.provenance import record_change
 from store.tools import Arg, tool
 
-SOURCE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
+SOURCE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}\Z")
 _COLUMNS = "id, display_path, content, version, created_at, updated_at, updated_by, content_json"
 
 _SAVE = f"""
@@ -75,9 +75,10 @@ def _shape(row: dict) -> dict:
 
 def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Actor, *, source: str,
                  if_version: int | None = None) -> dict:
-    """Replace the memory, keeping the previous version in memory_revisions."""
+    """Replace the memory, keeping the previous version in memory_revisions. ``if_version`` is
+    checked under the row lock; 0 means the agent has no memory yet (the Host's empty memory.md)."""
     check_content(content, "memory")
-    if not isinstance(source, str) or not SOURCE.match(source):
+    if not isinstance(source, str) or not SOURCE.fullmatch(source):
         msg = f"source {source!r} must be a short slug such as agent or operator"
         raise Invalid(msg, [msg])
     path = memory_path(org_id, agent_id)
@@ -87,19 +88,25 @@ def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Ac
     current = row.pop("current_version")
     created = False
     if row["id"] is None:
-        if current is not None or if_version is not None:
-            raise PreconditionFailed(f"{path} is at version {current or 0}, not {if_version}: it changed since "
-                                     "it was read; read it again and reapply the change")
+        if current is not None or if_version:
+            raise _stale(path, current or 0, if_version)
         _agent_org_check(conn, org_id, agent_id)
         row = insert_artifact(conn, kind="memory", org_id=org_id, level="agent", owner_id=agent_id,
                               key="memory.md", display_path=path, content=content, actor=actor,
                               content_json=meta, columns=_COLUMNS)
-        if row is None:  # a concurrent first write won; ours becomes the next version
+        if row is None:  # a concurrent first write won
+            if if_version is not None:  # ours expected version 0, which no longer holds
+                raise _stale(path, 1, if_version)
             return write_memory(conn, org_id, agent_id, content, actor, source=source)
         created = True
     record_change(conn, org_id=org_id, display_path=path, operation="create" if created else "update",
                   version=row["version"], actor=actor)
     return _shape(row)
+
+
+def _stale(path: str, current: int, expected: int | None) -> PreconditionFailed:
+    return PreconditionFailed(f"{path} is at version {current}, not {expected}: it changed since "
+                              "it was read; read it again and reapply the change")
 
 
 def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
@@ -115,7 +122,7 @@ def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
 
 def read_history(conn: Conn, org_id: int, agent_id: int, name: str) -> dict:
     """One archived version by its file name (<stamp>-<source>.md), with content."""
-    m = HISTORY_NAME.match(name)
+    m = HISTORY_NAME.fullmatch(name)
     unknown = NotFound(f"unknown file {history_path(org_id, agent_id, name)}: no earlier memory version has that name")
     if not m:
         raise unknown

@@ -31,6 +31,7 @@ Shared with store.memory and store.scripts: ``check_content`` (the size cap and 
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +41,7 @@ from store.agents import Agent, AgentCall
 from store.db import Conn, Database, on_constraint
 from store.errors import (AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound,
                           PreconditionFailed, TooLarge)
-from store.paths import LEVELS, Target, check_note_key, key_problem, nfc, note_path, parse
+from store.paths import LEVELS, RESERVED_AGENT_KEYS, Target, check_note_key, key_problem, nfc, note_path, parse
 from store.provenance import record_change
 from store.tools import Arg, tool
 
@@ -59,6 +60,18 @@ on_constraint("artifacts_guild_id_org_id_fkey",
 on_constraint("artifacts_agent_id_org_id_fkey",
               lambda d: NotFound("unknown agent: no agent of that organisation has that id"))
 on_constraint("artifacts_org_id_fkey", lambda d: NotFound("unknown organisation"))
+
+
+def _path_taken(diag: Any) -> AlreadyExists:
+    # Reached when a move or rename lands on a path that another transaction created after the
+    # move looked (the creates themselves use ON CONFLICT and never get here).
+    m = re.search(r"\(display_path\)=\((.*)\) already exists", diag.message_detail or "")
+    what = m.group(1) if m else "the destination"
+    return AlreadyExists(f"{what} was created by another change at the same moment; read the folder again, "
+                         "then retry with overwriting allowed or choose another name")
+
+
+on_constraint("artifacts_live_path", _path_taken)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,7 +181,11 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
                   display_path: str, content: str, actor: Actor, if_version: int | None = None,
                   create_only: bool = False, update_sql: str | None = None) -> tuple[dict, bool]:
     """Create or update one artifact: (row, created). Concurrent writers of one path each get
-    their own version (the row lock orders them); a create that loses a race becomes an update."""
+    their own version (the row lock orders them); a create that loses a race becomes an update.
+
+    ``if_version`` is checked in the locked UPDATE, so of two writers holding the same version
+    one wins and the other gets PreconditionFailed. ``if_version=0`` means "it does not exist
+    yet": a create only, and a create that loses the race is PreconditionFailed, not an update."""
     sql = update_sql or _update_sql(kind)
     for _ in range(2):
         row = conn.execute(sql, {"path": display_path, "content": content, "by": actor.name,
@@ -180,9 +197,12 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
             if create_only:
                 raise AlreadyExists(f"{display_path} already exists (version {current}); "
                                     "write without create-only to replace it, or choose another name")
+            if if_version == 0:
+                raise PreconditionFailed(f"{display_path} already exists (version {current}), and this write "
+                                         "expected no file there; read it first and apply your change to it")
             raise PreconditionFailed(f"{display_path} is at version {current}, not {if_version}: "
                                      "it changed since it was read; read it again and reapply the change")
-        if if_version is not None:
+        if if_version:
             raise PreconditionFailed(f"{display_path} does not exist, so version {if_version} cannot match; "
                                      "write without a version to create it")
         created = insert_artifact(conn, kind=kind, org_id=org_id, level=level, owner_id=owner_id, key=key,
@@ -268,6 +288,9 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
     if problem:
         raise Invalid(problem, [problem])
     s_path = note_path(s_org, s_level, s_owner, nfc(s_key))  # type: ignore[arg-type]
+    if s_level == "agent" and nfc(s_key) in RESERVED_AGENT_KEYS:
+        raise Forbidden(f"cannot move {s_path}: {nfc(s_key)} is reserved at the agent root and cannot be "
+                        "moved; copy its content to a note instead")
     d_key, d_path = _ref(d_org, d_level, d_owner, d_key)
     if s_org != d_org:
         msg = f"cannot move {s_path} to {d_path}: a note stays in its organisation"
@@ -275,7 +298,8 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
     embeds.lock_for_removal(conn, [s_path, d_path] if replace else [s_path])
     _refuse_if_embedded(conn, s_path, "move")
     rows = conn.execute("SELECT id, display_path, version FROM artifacts WHERE display_path = ANY(%s)"
-                        " AND deleted_at IS NULL ORDER BY id FOR UPDATE", ([s_path, d_path],)).fetchall()
+                        " AND deleted_at IS NULL AND kind = 'note' ORDER BY id FOR UPDATE",
+                        ([s_path, d_path],)).fetchall()
     by_path = {r["display_path"]: r for r in rows}
     if s_path not in by_path:
         raise NotFound(f"unknown note {s_path}: there is no live note with that display path")

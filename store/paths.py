@@ -31,10 +31,14 @@ MAX_KEY_LENGTH = 255
 
 # A script is sandbox Python: a plain file name ending in .py, so that editors' side files and
 # notes can never be taken for one.
-SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,124}\.py$")
-COLLECTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-HISTORY_NAME = re.compile(r"^(\d{8}T\d{6}(?:\d{6})?Z)-([a-z0-9][a-z0-9-]{0,40})\.md$")
-_ID = re.compile(r"^[1-9][0-9]{0,18}$")
+# Every name rule is anchored with \Z, not $: "$" also matches before a trailing newline, which
+# would let "x.py\n" pass as a script name. ASCII digits only: str.isdigit() and \d also take
+# "²" or "١", which would give one file a second, differently spelled path.
+SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,124}\.py\Z")
+COLLECTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
+HISTORY_NAME = re.compile(r"^([0-9]{8}T[0-9]{6}(?:[0-9]{6})?Z)-([a-z0-9][a-z0-9-]{0,40})\.md\Z")
+# An id segment: a canonical decimal of at most 18 digits, so it always fits a bigint.
+_ID = re.compile(r"^[1-9][0-9]{0,17}\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -47,6 +51,9 @@ def key_problem(key: object) -> str | None:
     """Why ``key`` cannot be a note key, or None when it can. A key is one .md file name."""
     if not isinstance(key, str) or not key:
         return "a note key is a file name ending in .md, such as findings.md"
+    # The key is stored NFC, so every rule (the length above all: NFC can lengthen a key) applies
+    # to that form.
+    key = nfc(key)
     if "/" in key or "\\" in key:
         return (f"the key {key!r} contains a '/': notes are flat, so a key is one file name "
                 "ending in .md with no folder, such as findings.md")
@@ -145,8 +152,10 @@ class Target:
         return note_path(self.org_id, self.level, self.owner_id, self.name)
 
 
-def _id(text: str) -> int | None:
-    return int(text) if _ID.match(text) else None
+def parse_id(text: str) -> int | None:
+    """The id an id segment of a path names, or None: only the canonical ASCII decimal (no
+    leading zero, no sign, no other digits), so each id has exactly one spelling."""
+    return int(text) if _ID.fullmatch(text) else None
 
 
 def parse(path: object) -> Target:
@@ -158,15 +167,15 @@ def parse(path: object) -> Target:
     raw = nfc(path.strip()).strip("/")
     parts = raw.split("/")
     unknown = NotFound(f"unknown path {path}: no note, task, memory, script or record has that display path")
-    if len(parts) < 3 or parts[0] != "org" or (org_id := _id(parts[1])) is None:
+    if len(parts) < 3 or parts[0] != "org" or (org_id := parse_id(parts[1])) is None:
         raise unknown
     rest = parts[2:]
     if len(rest) == 1 and rest[0] not in ("agents", "guilds", "collections"):
         return Target("note", org_id, "org", None, rest[0])
     head = rest[0]
-    if head == "guilds" and len(rest) == 3 and (gid := _id(rest[1])) is not None:
+    if head == "guilds" and len(rest) == 3 and (gid := parse_id(rest[1])) is not None:
         return Target("note", org_id, "guild", gid, rest[2])
-    if head == "agents" and len(rest) >= 3 and (aid := _id(rest[1])) is not None:
+    if head == "agents" and len(rest) >= 3 and (aid := parse_id(rest[1])) is not None:
         if len(rest) == 3:
             name = rest[2]
             family: Family = "task" if name == "task.md" else "memory" if name == "memory.md" else "note"
@@ -175,10 +184,10 @@ def parse(path: object) -> Target:
             return Target("script", org_id, "agent", aid, rest[3])
         if len(rest) == 4 and rest[2] == "history-archive":
             return Target("history", org_id, "agent", aid, rest[3])
-    if head == "collections" and len(rest) in (2, 3) and COLLECTION_NAME.match(rest[1]):
+    if head == "collections" and len(rest) in (2, 3) and COLLECTION_NAME.fullmatch(rest[1]):
         if len(rest) == 2:
             return Target("collection", org_id, "org", None, rest[1])
-        rid = _id(rest[2].removesuffix(".json"))
+        rid = parse_id(rest[2].removesuffix(".json"))
         if rid is not None:
             return Target("record", org_id, "org", None, rest[1], rid)
     raise unknown

@@ -20,8 +20,9 @@ from decimal import Decimal
 from typing import Any
 
 from store.columns import Column
-from store.db import Conn
+from store.db import Conn, like_escape
 from store.errors import Invalid
+from store.paths import nfc
 from store.values import is_number, parse_datetime, shown, utc_iso
 
 MAX_WHERE = 8
@@ -55,8 +56,9 @@ class Filters:
     rank: list[Fragment] = field(default_factory=list)
 
 
-def _like(term: str) -> str:
-    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+def _contains(term: str) -> str:
+    """The ILIKE pattern for 'holds ``term`` anywhere'."""
+    return "%" + like_escape(term) + "%"
 
 
 def _decimal(value: int | float) -> Decimal:
@@ -114,6 +116,8 @@ def parse_where(columns: Sequence[Column], where: object, problems: list[str]) -
 def _column_term(column: Column, term: object, out: Filters) -> str | None:
     """Add the condition for one non-null term, or return why the term does not fit the column."""
     name, kind = column.name, column.type
+    if isinstance(term, str):
+        term = nfc(term)  # values are stored NFC (store.values), listed values too
     if kind in ("text", "array") and column.values is not None:
         if not isinstance(term, str) or term not in column.values:
             return f"expected one of {', '.join(column.values)}; got {shown(term)}"
@@ -131,7 +135,7 @@ def _column_term(column: Column, term: object, out: Filters) -> str | None:
         fuzzy = not _has_digit(term)
         if kind == "text":
             sql = "(a.content_json ->> %s) ILIKE %s"
-            params: list[Any] = [name, _like(term)]
+            params: list[Any] = [name, _contains(term)]
             if fuzzy:
                 sql = f"({sql} OR word_similarity(%s, a.content_json ->> %s) >= {SIMILARITY_FLOOR})"
                 params += [term, name]
@@ -140,7 +144,7 @@ def _column_term(column: Column, term: object, out: Filters) -> str | None:
                 out.rank.append(Fragment("coalesce(word_similarity(%s, a.content_json ->> %s), 0)", [term, name]))
         else:
             match = "item.v ILIKE %s"
-            params = [name, name, _like(term)]
+            params = [name, name, _contains(term)]
             if fuzzy:
                 match += f" OR word_similarity(%s, item.v) >= {SIMILARITY_FLOOR}"
                 params.append(term)
@@ -371,7 +375,7 @@ def check_query(query: object, problems: list[str]) -> str:
         return ""
     if len(query) > MAX_QUERY:
         problems.append(f"query: {len(query)} characters long; at most {MAX_QUERY} are allowed")
-    return query.strip()
+    return nfc(query.strip())  # the values it searches are stored NFC
 
 
 def one_token(query: str) -> bool:
@@ -387,7 +391,7 @@ def run_search(conn: Conn, collection_ids: list[int], query: str, filters: Filte
     params: list[Any] = [query]
     if one_token(query):
         match = f"({match} OR a.search_blob ILIKE %s)"
-        params.append(_like(query))
+        params.append(_contains(query))
     rank = " + ".join(["ts_rank_cd(a.search, websearch_to_tsquery('simple', %s))", *(r.sql for r in filters.rank)])
     rank_params: list[Any] = [query, *(p for r in filters.rank for p in r.params)]
     where = _where_sql(Fragment("a.collection_id = ANY(%s)", [collection_ids]), filters, None)

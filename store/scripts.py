@@ -31,7 +31,7 @@ from store.tools import Arg, tool
 
 def check_name(name: object) -> str:
     """The NFC script name, or Invalid saying what a name may be."""
-    if isinstance(name, str) and SCRIPT_NAME.match(nfc(name)):
+    if isinstance(name, str) and SCRIPT_NAME.fullmatch(nfc(name)):
         return nfc(name)
     msg = (f"the script name {name!r} is not allowed: a script is one file name ending in .py, made of "
            "letters, digits, '_', '.' and '-' (at most 128 characters, not starting with '.' or '-'), "

@@ -11,9 +11,12 @@ import json
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from store.columns import Column
+from store.paths import nfc
+
+if TYPE_CHECKING:  # store.columns imports shown and is_number from here
+    from store.columns import Column
 
 MAX_ITEMS = 50
 MAX_ITEM_LENGTH = 200
@@ -21,12 +24,21 @@ _MISSING = object()
 
 
 def shown(value: object, limit: int = 80) -> str:
-    """A value as the model sent it (JSON), shortened so one huge value cannot flood the message."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A value as the model sent it (JSON), shortened so one huge value cannot flood the message.
+    A value JSON cannot print back (nested deeper than the encoder recurses) is named by its type."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (RecursionError, ValueError, TypeError):
+        return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, str):  # keep the quotes, so the cut reads as a cut string
+        return json.dumps(value[: max(limit - 5, 1)], ensure_ascii=False)[:-1] + '..."'
+    return text[: limit - 3] + "..."
 
 
 def is_number(value: object) -> bool:
+    """A finite JSON number: an int that is not a bool, or a finite float."""
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, float) and math.isfinite(value))
 
@@ -48,6 +60,12 @@ def parse_datetime(value: str) -> datetime | str:
         return "unparsable"
     if moment.tzinfo is None or moment.utcoffset() is None:
         return "no timezone"
+    try:
+        # Stored in UTC: an instant whose UTC form leaves years 1..9999 (0001-01-01T00:00:00+01:00)
+        # has no stored form.
+        moment.astimezone(timezone.utc)
+    except OverflowError:
+        return "unparsable"
     return moment
 
 
@@ -58,6 +76,7 @@ def check_value(column: Column, value: object) -> tuple[Any, str | None]:
     if kind == "text":
         if not isinstance(value, str):
             return None, f"expected text; got {shown(value)}"
+        value = nfc(value)  # stored NFC, and listed values are NFC: compare like with like
         if column.values is not None and value not in column.values:
             return None, f"expected one of {', '.join(column.values)}; got {shown(value)}"
         return value, None
@@ -91,9 +110,11 @@ def _check_array(column: Column, value: object) -> tuple[Any, str | None]:
     if len(value) > MAX_ITEMS:
         return None, f"expected at most {MAX_ITEMS} items; got {len(value)}"
     seen: set[str] = set()
+    items: list[str] = []
     for index, item in enumerate(value, 1):
         if not isinstance(item, str) or not item:
             return None, f"expected a list of distinct non-empty strings; item {index} is {shown(item)}"
+        item = nfc(item)  # "é" and "e\u0301" are one item
         if len(item) > MAX_ITEM_LENGTH:
             return None, f"item {index} is {len(item)} characters long; at most {MAX_ITEM_LENGTH} are allowed"
         if item in seen:
@@ -101,7 +122,8 @@ def _check_array(column: Column, value: object) -> tuple[Any, str | None]:
         if column.values is not None and item not in column.values:
             return None, f"expected items from {', '.join(column.values)}; got {shown(item)}"
         seen.add(item)
-    return list(value), None
+        items.append(item)
+    return items, None
 
 
 def declared_list(columns: Sequence[Column]) -> str:
