@@ -168,6 +168,14 @@ def read_file(conn: Conn, folder: Folder, name: str, kind: str, principal: Princ
     return None
 
 
+def contents(conn: Conn, paths: list[str]) -> dict[str, tuple[int, bytes]]:
+    """{display path: (version, UTF-8 bytes)} of the live notes and scripts among ``paths``. One query."""
+    rows = conn.execute("SELECT display_path, version, content FROM artifacts"
+                        " WHERE display_path = ANY(%s) AND deleted_at IS NULL AND kind IN ('note', 'script')",
+                        (paths,)).fetchall()
+    return {r["display_path"]: (r["version"], (r["content"] or "").encode("utf-8")) for r in rows}
+
+
 def _bytes(row: dict | None) -> dict | None:
     if row is None:
         return None

@@ -88,3 +88,23 @@ def test_the_cache_is_off_until_it_follows_the_events(db) -> None:
         assert cache.get("org/1/a.md") is None
     finally:
         cache.stop()
+
+
+def test_listing_a_folder_brings_its_notes_into_the_cache(db, boot) -> None:
+    from store.host import HostTree
+    cache = FileCache(db.conninfo).start()
+    try:
+        assert cache.wait_live()
+        principal = Door(db).basic(boot["email"], boot["password"])
+        tree = HostTree(db, principal, cache=cache)
+        folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+        for i in range(3):
+            tree.write(f"{folder}/n{i}.md", f"note {i}".encode())
+        tree.list(folder)
+        assert cache.get(f"{folder}/n1.md")[1] == b"note 1"
+        # A later write drops the prefetched bytes; the next read is the new version.
+        tree.write(f"{folder}/n1.md", b"changed")
+        assert cache.get(f"{folder}/n1.md") is None
+        assert HostTree(db, principal, cache=cache).read(f"{folder}/n1.md") == b"changed"
+    finally:
+        cache.stop()
