@@ -17,7 +17,7 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from api.auth import principal, requires
-from api.context import db, json_body
+from api.context import INT32_MAX, db, json_body, number_problem
 from store import state, tasks
 from store.agents import load_agent
 from store.errors import Invalid
@@ -41,8 +41,9 @@ def _if_match() -> int | None:
     if value is None:
         return None
     text = value.strip().removeprefix("W/").strip('"')
-    if not text.isdigit():
-        msg = f"If-Match must be the task's version number, such as \"3\"; got {value!r}"
+    if number_problem(text, "If-Match") is not None:
+        msg = (f"If-Match must be the task's version number, a whole number from 0 to {INT32_MAX} "
+               f"such as \"3\"; got {value!r}")
         raise Invalid(msg, [msg])
     return int(text)
 

@@ -8,6 +8,7 @@ from flask import Flask, jsonify
 from flask.json.provider import DefaultJSONProvider
 
 from api import errors
+from api.context import AsciiIntConverter
 from store import migrations
 from store.access import Door
 from store.db import Database
@@ -39,6 +40,8 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
     app.extensions["hostfinder.db"] = db
     app.extensions["hostfinder.door"] = door or Door(db)
     errors.register(app)
+    # <int:id> in routes: ASCII digits within bigint only ('/api/collections/١' is no id).
+    app.url_map.converters["int"] = AsciiIntConverter
 
     @app.get("/api/health")
     def health():  # type: ignore[no-untyped-def]

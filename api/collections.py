@@ -5,13 +5,14 @@ Every route is for organisation members acting as the operator; ids of another o
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from api.auth import principal, requires
-from api.context import db, json_body
+from api.context import INT64_MAX, db, json_body, number
 from store import collections as store
 from store.access import Principal
 from store.errors import Invalid
@@ -22,17 +23,24 @@ bp = Blueprint("collections", __name__)
 def _org_id(p: Principal, body: dict[str, Any] | None = None) -> int:
     """The organisation a list or a create is for: org_id from the query or body, or the member's
     only organisation when it has exactly one."""
-    raw: Any = (body or {}).get("org_id", request.args.get("org_id"))
+    in_body = body is not None and "org_id" in body
+    raw: Any = body["org_id"] if in_body else request.args.get("org_id")  # type: ignore[index]
     if raw is None:
         if len(p.org_ids) == 1:
             return next(iter(p.org_ids))
         msg = "you belong to several organisations; send org_id to say which one"
         raise Invalid(msg, [msg])
-    try:
-        org_id = int(raw)
-    except (TypeError, ValueError):
-        msg = f"org_id must be an organisation's id; got {raw!r}"
-        raise Invalid(msg, [msg]) from None
+    if in_body:
+        # A JSON integer only: int() would take 1.9 and true as organisation 1.
+        if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= INT64_MAX:
+            msg = f"org_id must be an organisation's id, a JSON integer such as 1; got {json.dumps(raw)}"
+            raise Invalid(msg, [msg])
+        org_id = raw
+    else:
+        org_id = number(raw, "org_id", minimum=1, maximum=INT64_MAX)  # type: ignore[assignment]
+        if org_id is None:
+            msg = "org_id is empty; send an organisation's id, such as org_id=1"
+            raise Invalid(msg, [msg])
     p.require_org(org_id)
     return org_id
 

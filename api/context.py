@@ -1,12 +1,20 @@
-"""Request helpers shared by the API's views: the store, the caller, JSON bodies and ids."""
+"""Request helpers shared by the API's views: the store, the caller, JSON bodies and numbers."""
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, NoReturn
 
 from flask import current_app, request
+from werkzeug.routing import IntegerConverter
 
 from store.db import Database
 from store.errors import Invalid
+
+MAX_JSON_DEPTH = 64        # records and tool arguments are a few levels deep; deeper is an attack
+INT32_MAX = 2**31 - 1      # versions, limits, counts
+INT64_MAX = 2**63 - 1      # ids (PostgreSQL bigint)
+_ASCII_NUMBER = re.compile(r"[0-9]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def db() -> Database:
@@ -20,16 +28,79 @@ def json_body(*, required: bool = True) -> Any:
         if required:
             raise Invalid("the request needs a JSON body", ["body: expected a JSON object"])
         return {}
-    data = request.get_json(silent=True, force=True)
+    try:
+        data = request.get_json(silent=True, force=True)
+    except RecursionError:  # the decoder recurses once per level
+        _too_deep()
     if data is None and raw.strip() != b"null":
         raise Invalid("the request body is not valid JSON", ["body: expected a JSON object"])
+    _check_shape(data)
     return data
 
 
-def header_int(name: str) -> int | None:
-    value = request.headers.get(name)
-    if value is None or value == "":
+def _too_deep() -> NoReturn:
+    msg = f"the JSON body is nested too deeply; at most {MAX_JSON_DEPTH} levels of arrays and objects"
+    raise Invalid(msg, [f"body: {msg}"])
+
+
+def _check_shape(data: Any) -> None:
+    """Refuse what every later step would trip on: nesting deeper than MAX_JSON_DEPTH (recursive
+    code further on) and lone surrogates such as "\\ud800" (no UTF-8 spells them: neither
+    PostgreSQL nor a JSON answer echoing them could hold them). Iterative, so any depth is safe."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "body")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                _surrogate(where)
+        elif isinstance(value, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                _too_deep()
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    _surrogate(where + ".<key>")
+                stack.append((item, depth + 1, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"))
+
+
+def _surrogate(where: str) -> NoReturn:
+    shown = _SURROGATE.sub("\ufffd", where)
+    msg = (f"{shown} holds a lone surrogate escape (such as \\ud800), which is not a character; "
+           "send text as valid Unicode")
+    raise Invalid(msg, [msg])
+
+
+def number_problem(text: str, label: str, *, minimum: int = 0, maximum: int = INT32_MAX) -> str | None:
+    """Why ``text`` is not a whole number from ``minimum`` to ``maximum`` in ASCII digits, or None.
+    str.isdigit() and int() also take '²' or '١' (int('١') == 1): a number other than the one a
+    person reads, or a 500 further on."""
+    text = text.strip()
+    if _ASCII_NUMBER.fullmatch(text) and len(text) <= 19 and minimum <= int(text) <= maximum:
         return None
-    if not value.isdigit():
-        raise Invalid(f"the {name} header must be a numeric id; got {value!r}", [f"{name}: expected an id"])
-    return int(value)
+    return f"{label}: a whole number from {minimum} to {maximum} in ASCII digits; got {text!r}"
+
+
+def number(text: str | None, label: str, *, minimum: int = 0, maximum: int = INT32_MAX) -> int | None:
+    """The number in a header or query value (None when absent or empty), or Invalid naming it."""
+    if text is None or text.strip() == "":
+        return None
+    problem = number_problem(text, label, minimum=minimum, maximum=maximum)
+    if problem is not None:
+        raise Invalid(problem, [problem])
+    return int(text.strip())
+
+
+class AsciiIntConverter(IntegerConverter):
+    """<int:...> in a route for ASCII digits only, up to a bigint: werkzeug's matches r"\\d+", which
+    takes '١' as 1. Registered as the app's "int" converter before any blueprint."""
+
+    regex = r"[0-9]+"
+
+    def __init__(self, url_map: Any, fixed_digits: int = 0, min: int | None = None,
+                 max: int | None = INT64_MAX, signed: bool = False) -> None:
+        super().__init__(url_map, fixed_digits=fixed_digits, min=min, max=max, signed=signed)
+
+
+def header_int(name: str) -> int | None:
+    """An id in a header (X-Run-Id)."""
+    return number(request.headers.get(name), f"the {name} header", minimum=1, maximum=INT64_MAX)

@@ -10,7 +10,7 @@ from flask import Blueprint, jsonify, request
 
 from api.agents import jsonable
 from api.auth import principal, requires
-from api.context import db, json_body
+from api.context import db, json_body, number_problem
 from store import files
 from store.errors import Invalid
 
@@ -25,8 +25,8 @@ def history():  # type: ignore[no-untyped-def]
     if not path.strip():
         problems.append("display_path: required, such as org/1/agents/2/plan.md")
     limit_text = request.args.get("limit", "100")
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= files.MAX_HISTORY:
-        problems.append(f"limit: a whole number from 1 to {files.MAX_HISTORY}; got {limit_text!r}")
+    if (problem := number_problem(limit_text, "limit", minimum=1, maximum=files.MAX_HISTORY)) is not None:
+        problems.append(problem)
     if problems:
         raise Invalid("file-changes query rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
     with db().connection() as conn:

@@ -34,6 +34,9 @@ class Op:
     content_type: str = _JSON
     notes: str = ""
     extra: dict[int, str] = field(default_factory=dict)  # further statuses and what they mean
+    headers: tuple[tuple[str, str, str], ...] = ()  # request headers: (name, schema type, description)
+    bodies: tuple[tuple[str, dict[str, Any]], ...] = ()  # further request media types and their schemas
+    schemes: tuple[str, ...] | None = None  # security schemes; None: basic and bearer when auth is set
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -59,6 +62,9 @@ _RECORD_QUERY = (
     ("offset", "integer", "0 or more"),
 )
 
+_RECORD_RESULT = _obj(record={"type": "object"}, merged={"type": ["integer", "null"]},
+                      warnings={"type": "array", "items": {"type": "string"}})
+
 # Every /api/ route, by path and method. Keep one entry per route; the test compares with url_map.
 OPERATIONS: dict[tuple[str, str], Op] = {
     ("/api/health", "get"): Op("Store reachability and schema version", auth=(), tags=("meta",)),
@@ -68,7 +74,8 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("/api/collections", "get"): Op(
         "Every live collection of the organisation with its record count",
         query=(("org_id", "integer", "needed only by a member of several organisations"),),
-        ok=_obj(collections={"type": "array", "items": _ref("Collection")}), tags=("collections",)),
+        ok=_obj(collections={"type": "array", "items": _ref("Collection")}), tags=("collections",),
+        extra={422: "org_id is not an id in ASCII digits, or is needed (a member of several organisations)"}),
     ("/api/collections", "post"): Op(
         "Create a collection", body="CollectionCreate", ok="Collection", status=201, tags=("collections",),
         extra={409: "the name is taken at the organisation", 422: "every problem of the definition, or the cap"}),
@@ -102,31 +109,47 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("/api/collections/{collection_id}/export", "get"): Op(
         "The live records as JSONL", content_type="application/x-ndjson", tags=("records",)),
     ("/api/collections/{collection_id}/records", "get"): Op(
-        "List or search the records: { total, records, columns }", query=_RECORD_QUERY, tags=("records",)),
+        "List or search the records: { total, records, columns }", query=_RECORD_QUERY, tags=("records",),
+        extra={422: "the listing or search arguments, with every problem"}),
     ("/api/collections/{collection_id}/records", "post"): Op(
         "Add a record: { body } -> { record, merged }", body=_obj(("body",), body={"type": "object"}),
-        status=201, tags=("records",), extra={422: "record rejected, with every problem"}),
+        ok=_RECORD_RESULT, status=201, tags=("records",),
+        extra={200: "the unique column matched a live record and the body was merged into it (merged is its id)",
+               409: "a unique value is held by another record", 413: "the record is over its size cap",
+               422: "record rejected, with every problem, or the collection's record cap"}),
     ("/api/collections/{collection_id}/records", "delete"): Op(
         "Clear every live record; the table, grants and next_id stay", tags=("records",)),
     ("/api/collections/{collection_id}/records/{record_id}", "get"): Op("One record", tags=("records",)),
     ("/api/collections/{collection_id}/records/{record_id}", "patch"): Op(
         "Merge a patch into a record: { body } -> { record, warnings }",
-        body=_obj(("body",), body={"type": "object"}), tags=("records",)),
+        body=_obj(("body",), body={"type": "object"}), tags=("records",),
+        extra={409: "a unique value is held by another record", 413: "the record is over its size cap",
+               422: "the patch rejected, with every problem"}),
     ("/api/collections/{collection_id}/records/{record_id}", "delete"): Op(
         "Soft-delete one record", tags=("records",)),
 
     # Agents: tools and State (api/tools.py, api/agents.py)
     ("/api/agents/{agent_id}/tools/{tool}", "post"): Op(
         "Call one agent tool with its arguments (X-Run-Id and X-Tool-Call-Id headers for run-owned calls)",
-        body={"type": "object"}, auth=("service",), tags=("tools",)),
+        body={"type": "object"}, auth=("service",), schemes=("bearer",), tags=("tools",),
+        headers=(("X-Run-Id", "integer", "the run this call belongs to: the change is run-owned"),
+                 ("X-Tool-Call-Id", "string", "the model's tool call id, recorded with the change")),
+        extra={403: "the agent lacks the grant the tool needs, or the target is read-only",
+               409: "the change contradicts the current state (a name taken, a unique value, an embedded note)",
+               413: "a body over its size cap",
+               422: "the tool's arguments, with every problem, an unknown tool, or a cap reached"}),
     ("/api/agents/{agent_id}/state", "get"): Op(
         "The agent's State: notes, memory, task, scripts and granted collections", auth=("service", "user"),
         tags=("agents",)),
     ("/api/agents/{agent_id}/task", "get"): Op("The agent's standing task (agents.task)", tags=("agents",)),
     ("/api/agents/{agent_id}/task", "put"): Op(
         "Save the agent's standing task: JSON {task} or the Markdown itself; If-Match for a conditional save",
-        body=_obj(("task",), task={"type": "string"}), tags=("agents",),
-        extra={412: "the task changed since the version sent in If-Match"}),
+        body=_obj(("task",), task={"type": "string"}), bodies=(("text/markdown", {"type": "string"}),),
+        headers=(("If-Match", "string", ("the task's version number (as GET returns it), such as \"3\": "
+                                         "the save is refused with 412 if the task changed since")),),
+        tags=("agents",),
+        extra={412: "the task changed since the version sent in If-Match", 413: "the task is over its size cap",
+               422: "the body or If-Match, or an embed the task cannot hold"}),
     ("/api/agents/{agent_id}/task/revisions", "get"): Op(
         "Previous operator saves of the task, newest first (at most 50)", tags=("agents",)),
 
@@ -134,14 +157,15 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("/api/file-changes", "get"): Op(
         "The newest-first history of one display path",
         query=(("display_path", "string", "the file's display path"),
-               ("limit", "integer", "how many changes")), tags=("provenance",)),
+               ("limit", "integer", "how many changes")), tags=("provenance",),
+        extra={422: "display_path missing or limit out of range, with every problem"}),
     ("/api/file-changes/latest", "get"): Op(
         "The newest change per path", query=(("display_paths", "string", "comma-separated display paths"),),
-        tags=("provenance",)),
+        tags=("provenance",), extra={422: "no display path given"}),
     ("/api/file-changes/latest", "post"): Op(
         "The newest change per path (display_paths in the body)",
         body=_obj(("display_paths",), display_paths={"type": "array", "items": {"type": "string"}}),
-        tags=("provenance",)),
+        tags=("provenance",), extra={422: "the body is not JSON, or no display path given"}),
 }
 
 _COLUMN = _obj(
@@ -195,6 +219,7 @@ SCHEMAS: dict[str, Any] = {
 _PARAM = re.compile(r"<(?:([a-z_]+)(?:\([^)]*\))?:)?([A-Za-z_][A-Za-z0-9_]*)>")
 _BRACED = re.compile(r"\{[^}]*\}")
 _ERRORS = {401: "no or wrong credentials", 404: "unknown, or another organisation's"}
+_BAD_BODY = "the body is not JSON (or nested too deeply), or breaks a rule, with every problem"
 
 
 def shape(path: str) -> str:
@@ -229,18 +254,25 @@ def _operation(op: Op, params: list[dict[str, Any]], endpoint: str) -> dict[str,
     out: dict[str, Any] = {"summary": op.summary, "operationId": endpoint, "tags": list(op.tags)}
     query = [{"name": n, "in": "query", "required": False, "description": d, "schema": {"type": t}}
              for n, t, d in op.query]
-    if params or query:
-        out["parameters"] = params + query
+    headers = [{"name": n, "in": "header", "required": False, "description": d, "schema": {"type": t}}
+               for n, t, d in op.headers]
+    if params or query or headers:
+        out["parameters"] = params + query + headers
     if op.body is not None:
-        out["requestBody"] = {"required": True, "content": {_JSON: {"schema": _schema(op.body)}}}
+        content = {_JSON: {"schema": _schema(op.body)}}
+        content.update({media: {"schema": schema} for media, schema in op.bodies})
+        out["requestBody"] = {"required": True, "content": content}
     ok: dict[str, Any] = {"description": "OK" if op.status == 200 else "Created"}
     ok["content"] = {op.content_type: {"schema": _schema(op.ok) if op.ok is not None else {}}}
     responses: dict[str, Any] = {str(op.status): ok}
     error = {_JSON: {"schema": _ref("Error")}}
-    for status, why in ({**(_ERRORS if op.auth else {}), **op.extra}).items():
-        responses[str(status)] = {"description": why, "content": error}
+    statuses = {**(_ERRORS if op.auth else {}), **({422: _BAD_BODY} if op.body is not None else {}), **op.extra}
+    for status, why in sorted(statuses.items()):
+        # A further success (POST records: 200 when merged) has the operation's own schema.
+        responses[str(status)] = {"description": why, "content": ok["content"] if status < 400 else error}
     out["responses"] = responses
-    out["security"] = ([{"basic": []}, {"bearer": []}] if op.auth else [])
+    schemes = op.schemes if op.schemes is not None else (("basic", "bearer") if op.auth else ())
+    out["security"] = [{scheme: []} for scheme in schemes]
     if op.auth:
         out["x-callers"] = list(op.auth)
     return out

@@ -15,7 +15,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from api.auth import principal, requires
-from api.context import db, json_body
+from api.context import INT64_MAX, db, json_body, number_problem
 from store import records
 from store.collections import collection_for_member
 from store.errors import Invalid
@@ -41,14 +41,12 @@ def _json_arg(name: str, *, plain_string: bool = False) -> Any:
 
 
 def _int_arg(name: str) -> Any:
-    """An integer query argument; anything else is passed on as text so the store can say what it got."""
+    """An integer query argument (ASCII digits only: int() would read '١' as 1); anything else is
+    passed on as text so the store can say what it got, with the other arguments' problems."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        return raw
+    return raw if number_problem(raw, name, maximum=INT64_MAX) else int(raw.strip())
 
 
 def _body_of(payload: Any) -> Any:

@@ -1,7 +1,9 @@
 """WsgiDAV's PropertyManager interface over store.properties (dead properties in PostgreSQL).
 
 A PROPFIND allprop asks for the dead properties of every member of a folder; the first ask in a
-request loads the whole folder's properties in one query and keeps them in the request's environ."""
+request loads the whole folder's properties in one query and keeps them in the request's environ.
+Which paths take properties and the caps are store.properties' rules; a refusal becomes the DAV
+status of dav_provider.errors (in a PROPPATCH, that property's status in the multistatus)."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,8 +12,10 @@ from store import properties
 from store.db import Database
 
 from dav_provider.locks import tree_path
+from dav_provider.resources import store_call
 
 _CACHE = "hostfinder.props"
+_PENDING = "hostfinder.props.pending"
 
 
 def _parent(path: str) -> str:
@@ -27,6 +31,8 @@ class PgPropertyManager:
 
     def _props(self, norm_url: str, environ: dict[str, Any] | None) -> dict[str, str]:
         path = tree_path(norm_url)
+        if not properties.takes_properties(path):
+            return {}  # the shared layout: whatever is there was never this organisation's
         cache: dict[str, dict[str, dict[str, str]]] | None = environ.setdefault(_CACHE, {}) if environ is not None else None
         folder = _parent(path)
         if cache is not None and folder in cache:
@@ -49,19 +55,28 @@ class PgPropertyManager:
 
     def write_property(self, norm_url: str, name: str, property_value: Any, dry_run: bool = False,
                        environ: dict[str, Any] | None = None) -> None:
-        if dry_run:
-            return
         value = property_value.decode("utf-8") if isinstance(property_value, bytes) else str(property_value)
+        path = tree_path(norm_url)
+        if dry_run:
+            # WsgiDAV checks every property of a PROPPATCH before writing any: count the names this
+            # request adds so far, so that the caps refuse the request as a whole or not at all.
+            pending = environ.setdefault(_PENDING, {}).setdefault(path, set()) if environ is not None else set()
+            with self.db.connection() as conn:
+                store_call(properties.check_set, conn, path, name, value, pending=pending)
+            pending.add(name)
+            return
         with self.db.transaction() as conn:
-            properties.set(conn, tree_path(norm_url), name, value)
+            store_call(properties.set, conn, path, name, value)
         self._forget(environ)
 
     def remove_property(self, norm_url: str, name: str, dry_run: bool = False,
                         environ: dict[str, Any] | None = None) -> None:
+        path = tree_path(norm_url)
+        store_call(properties.check_path, path)
         if dry_run:
             return
         with self.db.transaction() as conn:
-            properties.remove(conn, tree_path(norm_url), name)
+            properties.remove(conn, path, name)
         self._forget(environ)
 
     def remove_properties(self, norm_url: str, environ: dict[str, Any] | None = None) -> None:

@@ -12,17 +12,23 @@ from urllib.parse import parse_qs, quote
 from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
 from wsgidav.dav_provider import DAVProvider
 
+from dav_provider import headers
 from dav_provider.locks import reset_request_cache
 from dav_provider.resources import NODES, FileResource, FolderResource, resource_for, store_call
 from dav_provider.view import render_note
+from store import properties
 from store.access import PRINCIPAL_KEY
 from store.db import Database
 from store.errors import NotFound, StoreError
 from store.filecache import FileCache
 from store.host import HostTree
+from store.paths import nfc
 
 TREE = "hostfinder.tree"
 MARKDOWN_KINDS = ("note", "task", "memory", "history")
+# A rendered note is the one page a browser shows from here: no scripts, no fetches, no sniffing.
+HTML_VIEW_HEADERS = [("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
+                     ("X-Content-Type-Options", "nosniff")]
 
 
 class HostDAVProvider(DAVProvider):
@@ -63,16 +69,31 @@ class HostDAVProvider(DAVProvider):
     def _lock_null(self, path: str, environ: dict[str, Any]) -> FileResource | None:
         """A name locked before its first write (Finder: LOCK, then PUT) stays virtual until the
         body arrives, so an abandoned upload leaves no empty note; WsgiDAV still needs a resource
-        to report the lock on."""
+        to report the lock on. Only in a folder this principal can see: stat() says NotFound for
+        another organisation's paths too, and its pending names must stay unknown here."""
         if self.lock_manager is None or not self.lock_manager.storage.get_lock_list(
                 quote(path.rstrip("/")), include_root=True, include_children=False, token_only=True):
             return None
-        return FileResource(path, environ, None)
+        parent = path.rstrip("/").rsplit("/", 1)[0]
+        try:
+            folder = self.tree(environ).stat(parent)  # type: ignore[union-attr]
+        except StoreError:
+            return None
+        return FileResource(path, environ, None) if folder.is_dir else None
 
     def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
                                default_handler: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
         reset_request_cache()
         method = environ.get("REQUEST_METHOD")
+        headers.check_path(environ)
+        headers.check_if(environ)
+        if method in ("COPY", "MOVE"):
+            headers.check_destination(environ)
+        elif method in ("GET", "HEAD") and "HTTP_RANGE" in environ:
+            res = self.get_resource_inst(environ["PATH_INFO"], environ)
+            headers.normalize_range(environ, res.node.size if isinstance(res, FileResource) and res.node else None)
+        elif method == "PROPPATCH":
+            self._check_proppatch(environ)
         if method == "PROPFIND" and environ.get("HTTP_DEPTH", "infinity").strip().lower() == "infinity":
             # Depth infinity over thousands of notes is a denial of service; RFC 4918 9.1 lets a
             # server refuse it with this precondition. Clients fall back to depth 1.
@@ -83,6 +104,15 @@ class HostDAVProvider(DAVProvider):
             return self._html_view(environ, start_response, default_handler)
         return default_handler(environ, start_response)
 
+    def _check_proppatch(self, environ: dict[str, Any]) -> None:
+        """Refuse a PROPPATCH as a whole (403 and the sentence) where properties cannot go, rather
+        than one failed status per property in a multistatus."""
+        res = self.get_resource_inst(environ["PATH_INFO"], environ)
+        if res is None:
+            return  # WsgiDAV answers 404
+        read_only = res.node is not None and not res.node.writable
+        store_call(properties.check_path, nfc(environ["PATH_INFO"]).strip("/"), read_only=read_only)
+
     def _html_view(self, environ: dict[str, Any], start_response: Callable[..., Any],
                    default_handler: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
         res = self.get_resource_inst(environ["PATH_INFO"], environ)
@@ -92,7 +122,7 @@ class HostDAVProvider(DAVProvider):
         body = render_note(text, title="/" + res.node.path, mount=environ.get("SCRIPT_NAME", "").rstrip("/"))
         start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
                                   ("Content-Length", str(len(body))),
-                                  ("ETag", res.node.etag), ("Cache-Control", "no-cache")])
+                                  ("ETag", res.node.etag), ("Cache-Control", "no-cache"), *HTML_VIEW_HEADERS])
         return [body]
 
 

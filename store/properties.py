@@ -3,15 +3,62 @@
 Protocol-neutral: a property is a Clark name '{namespace}local' and its value as text (WebDAV keeps
 the XML of the value). They live in PostgreSQL so that every gateway process sees the same, and the
 Host tree moves or clears them with the node in the node's own transaction.
+
+Which paths take them, and how much, is decided here: the root and org/ are shared by every
+organisation (a property there would be read by all of them), so properties start at org/<id>;
+read-only nodes take none; values and counts are capped, because every PROPFIND allprop of a
+folder reads all of its members' properties.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from store.db import Conn
+from store.errors import Forbidden, Invalid, LimitReached, ReadOnly, TooLarge
+
+MAX_VALUE_BYTES = 4096   # the value as stored: the property's XML, UTF-8
+MAX_NAME_CHARS = 512
+MAX_PER_PATH = 64
 
 
 def _like_prefix(path: str) -> str:
     escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "/%"
+
+
+def takes_properties(path: str) -> bool:
+    """Whether a tree path may hold dead properties: org/<id> and below, never the shared layout."""
+    parts = path.strip("/").split("/")
+    return len(parts) >= 2 and parts[0] == "org" and parts[1] != ""
+
+
+def check_path(path: str, *, read_only: bool = False) -> None:
+    """Refuse, with the sentence a client shows, a path that takes no properties."""
+    shown = "/" + path.strip("/")
+    if not takes_properties(path):
+        raise Forbidden(f"{shown} is shared by every organisation, so it takes no properties; "
+                        "set properties on files and folders inside org/<org_id>/")
+    if read_only:
+        raise ReadOnly(f"{shown} is read-only, so it takes no properties; "
+                       "set properties on notes and on the organisation, guild and agent folders")
+
+
+def check_set(conn: Conn, path: str, name: str, value: str, *, pending: Iterable[str] = ()) -> None:
+    """Refuse a value or a name over its cap, or a new name beyond MAX_PER_PATH on ``path``;
+    ``pending`` are names this same request is about to add (checked before any is written)."""
+    check_path(path)
+    if len(name) > MAX_NAME_CHARS:
+        msg = f"a property name is at most {MAX_NAME_CHARS} characters; got {len(name)}"
+        raise Invalid(msg, [msg])
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_VALUE_BYTES:
+        raise TooLarge(f"the value of property {name} is {size} bytes; a property holds at most "
+                       f"{MAX_VALUE_BYTES} bytes")
+    names = {r["name"] for r in conn.execute("SELECT name FROM path_properties WHERE path = %s", (path,))}
+    names.update(pending)
+    if name not in names and len(names) >= MAX_PER_PATH:
+        raise LimitReached(f"/{path.strip('/')} already holds {len(names)} properties, the most one file or "
+                           f"folder can hold ({MAX_PER_PATH}); remove one before adding {name}")
 
 
 def get_all(conn: Conn, path: str) -> dict[str, str]:
@@ -33,6 +80,7 @@ def get_children(conn: Conn, folder: str) -> dict[str, dict[str, str]]:
 
 
 def set(conn: Conn, path: str, name: str, value: str) -> None:  # noqa: A001 - the verb is the point
+    check_set(conn, path, name, value)
     conn.execute("""INSERT INTO path_properties (path, name, value) VALUES (%s, %s, %s)
                     ON CONFLICT (path, name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()""",
                  (path, name, value))

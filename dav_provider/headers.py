@@ -1,0 +1,101 @@
+"""Request lines and headers that WsgiDAV reads leniently, checked before it sees them.
+
+WsgiDAV takes an empty or unparsable Destination for another server (502), decodes a bad
+percent-escape in it to U+FFFD (a note named "\ufffd.md"), ignores an If header it cannot parse
+(so a client's condition silently does not apply), serves the tail of the file for "bytes=5-2" and
+only the first part of a multi-range. Each check here answers what RFC 4918 / RFC 9110 ask for
+instead: 400 with a sentence, or the whole file where a server may ignore Range.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import unquote_to_bytes, urlsplit
+
+from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_RANGE_NOT_SATISFIABLE, DAVError
+
+_ENCODED_SLASH = re.compile(r"%2f", re.IGNORECASE)
+
+# RFC 4918 10.4: If = ( 1*No-tag-list | 1*Tagged-list ); List = "(" 1*Condition ")";
+# Condition = ["Not"] (State-token | "[" entity-tag "]"). One list (with its optional tag) per
+# repetition, so the match is linear.
+_CONDITION = r"(?:not\s*)?(?:<[^<>]*>|\[[^\[\]]*\])"
+_IF_HEADER = re.compile(rf"\s*(?:(?:<[^<>]*>\s*)?\(\s*(?:{_CONDITION}\s*)+\)\s*)+", re.IGNORECASE)
+
+_RANGE_SPEC = re.compile(r"\s*(?:(\d+)\s*-\s*(\d*)|-\s*(\d+))\s*")
+
+
+def bad_request(sentence: str) -> DAVError:
+    return DAVError(HTTP_BAD_REQUEST, context_info=sentence)
+
+
+def check_path(environ: dict[str, Any]) -> None:
+    """An encoded slash in a name: the server keeps '%2F' literally, so 'a%2Fb.md' would become a
+    note whose key holds '%2F'. Names are flat; refuse it instead of storing a surprise."""
+    raw = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
+    if _ENCODED_SLASH.search(raw.split("?", 1)[0]):
+        raise bad_request("the path holds an encoded slash (%2F); a file name cannot contain '/' "
+                          "(notes are flat: a note's key has no '/'); choose a name without it")
+
+
+def check_destination(environ: dict[str, Any]) -> None:
+    """COPY and MOVE: Destination must be a URL or absolute path, percent-encoded UTF-8, under the
+    mount, with no encoded slash."""
+    raw = environ.get("HTTP_DESTINATION")
+    if raw is None:
+        return  # WsgiDAV answers 400 "Missing required Destination header"
+    example = f"such as http://host{environ.get('SCRIPT_NAME', '')}/org/1/agents/2/new.md"
+    text = raw.strip()
+    if not text:
+        raise bad_request(f"the Destination header is empty; send the URL of the new name, {example}")
+    try:
+        path = urlsplit(text).path
+    except ValueError:
+        path = ""
+    if not path.startswith("/"):
+        raise bad_request(f"the Destination header {raw!r} is not a URL or an absolute path; "
+                          f"send the URL of the new name, {example}")
+    if _ENCODED_SLASH.search(path):
+        raise bad_request("the Destination holds an encoded slash (%2F); a file name cannot contain '/' "
+                          "(notes are flat: a note's key has no '/'); choose a name without it")
+    try:
+        decoded = unquote_to_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_request(f"the Destination {raw!r} is not valid UTF-8 once percent-decoded; "
+                          "percent-encode file names as UTF-8") from None
+    mount = environ.get("SCRIPT_NAME", "").rstrip("/")
+    if mount and decoded != mount and not decoded.startswith(mount + "/"):
+        raise bad_request(f"the Destination {raw!r} is outside {mount}/; files move and copy within "
+                          f"{mount}/, {example}")
+
+
+def check_if(environ: dict[str, Any]) -> None:
+    """RFC 4918 10.4: a malformed If header is a 400, not a condition silently dropped."""
+    raw = environ.get("HTTP_IF")
+    if raw is not None and not _IF_HEADER.fullmatch(raw):
+        raise bad_request(f"the If header {raw[:200]!r} is malformed; RFC 4918 10.4 expects one or more "
+                          'lists in parentheses, such as (<opaquelocktoken:...>) or '
+                          '<http://host/dav/path> (["etag"])')
+
+
+def normalize_range(environ: dict[str, Any], size: int | None) -> None:
+    """GET/HEAD Range: keep one satisfiable byte range for WsgiDAV; drop anything else it would
+    misread (RFC 9110 14.2 lets a server ignore Range: the client gets the whole file, 200), and
+    refuse a suffix of 0 bytes (416) as RFC 9110 14.1.1 says."""
+    raw = environ.get("HTTP_RANGE")
+    if raw is None:
+        return
+    unit, sep, specs = raw.partition("=")
+    parts = specs.split(",")
+    match = _RANGE_SPEC.fullmatch(parts[0]) if len(parts) == 1 else None
+    if not sep or unit.strip().lower() != "bytes" or match is None:
+        del environ["HTTP_RANGE"]  # another unit, a malformed or a multi-range specifier
+        return
+    first, last, suffix = match.groups()
+    if first is not None and last and int(last) < int(first):
+        del environ["HTTP_RANGE"]  # an invalid range-spec: the specifier is ignored
+        return
+    if suffix is not None and int(suffix) == 0 and size is not None:
+        raise DAVError(HTTP_RANGE_NOT_SATISFIABLE, context_info="a range of the last 0 bytes selects nothing",
+                       add_headers=[("Content-Range", f"bytes */{size}")])
+    environ["HTTP_RANGE"] = "bytes=" + parts[0].strip().replace(" ", "")
