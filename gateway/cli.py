@@ -8,6 +8,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,27 +84,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except Exception as exc:  # cheroot wraps TLS loading errors in several types
         raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
 
-    _stop_on_sigterm()
+    _stop_on_sigterm()  # during start-up, Ctrl-C or SIGTERM interrupts at once
     runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4))
+    serving: threading.Thread | None = None
     try:
         db = runtime.open()
         server.wsgi_app = Gateway(db, read_cache=config.read_cache)
         login = ensure_demo(db, config) if config.demo else None
+        # From here a signal only asks the main thread to stop; the server runs in a thread of its
+        # own. An exception raised by a signal handler inside cheroot's accept loop could land
+        # while it holds a lock that stop() then waits for (seen as a hang on SIGTERM with TLS).
+        stop = _stop_requested()
+        serving = threading.Thread(target=server.serve, name="hostfinder-http", daemon=True)
+        serving.start()
         _announce(config, login)
-        try:
-            server.serve()
-        except KeyboardInterrupt:
+        while not stop.wait(0.5) and serving.is_alive():
             pass
+        if not stop.is_set():
+            log.error("the HTTP server stopped unexpectedly")
         log.info("stopping")
     finally:
         # A second Ctrl-C or SIGTERM must not interrupt the clean-up half-way.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         server.stop()
+        if serving is not None:
+            serving.join(timeout=10)
         if isinstance(server.wsgi_app, Gateway):
             server.wsgi_app.close()
         runtime.close()
     return 0
+
+
+def _stop_requested() -> threading.Event:
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stop.set()
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    return stop
 
 
 def _starting(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
