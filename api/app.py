@@ -14,7 +14,7 @@ from store.access import Door
 from store.db import Database
 
 # One blueprint per area, each a module exposing ``bp``.
-BLUEPRINTS = ("api.tools", "api.agents", "api.file_changes", "api.collections", "api.records",
+BLUEPRINTS = ("api.tools", "api.agents", "api.runs", "api.file_changes", "api.collections", "api.records",
               "api.openapi")
 
 

@@ -138,6 +138,19 @@ OPERATIONS: dict[tuple[str, str], Op] = {
                409: "the change contradicts the current state (a name taken, a unique value, an embedded note)",
                413: "a body over its size cap",
                422: "the tool's arguments, with every problem, an unknown tool, or a cap reached"}),
+    ("/api/runs", "post"): Op(
+        "Open a run of an agent (the orchestrator); its tool calls carry X-Run-Id to be run-owned",
+        body=_obj(("agent_id", "kind"), agent_id=_ID,
+                  kind={"enum": ["chat", "schedule", "studio", "group", "manual"]},
+                  status={"enum": ["queued", "running", "succeeded", "failed", "cancelled"]},
+                  routine={"type": "string", "description": "the schedule's routine name"}),
+        status=201, auth=("service",), schemes=("bearer",), tags=("runs",),
+        extra={404: "the agent is not one of the organisation's", 422: "the body, with every problem"}),
+    ("/api/runs/{run_id}", "patch"): Op(
+        "Move a run to another status",
+        body=_obj(("status",), status={"enum": ["queued", "running", "succeeded", "failed", "cancelled"]}),
+        auth=("service",), schemes=("bearer",), tags=("runs",),
+        extra={404: "the run is not one of the organisation's", 422: "the body, with every problem"}),
     ("/api/agents/{agent_id}/state", "get"): Op(
         "The agent's State: notes, memory, task, scripts and granted collections", auth=("service", "user"),
         tags=("agents",)),

@@ -103,12 +103,13 @@ def create_token(db: Database, *, org_id: int, member_email: str | None = None,
 
 
 def create_run(db: Database, *, agent_id: int, kind: str, status: str = "running",
-               routine: str | None = None) -> dict[str, Any]:
-    _check_choice("kind", kind, RUN_KINDS)
-    _check_choice("status", status, RUN_STATUSES)
+               routine: str | None = None, within: frozenset[int] | None = None) -> dict[str, Any]:
+    """Open a run of ``agent_id``. ``within``: the organisations the caller may reach (an agent
+    outside them is unknown); None for the administrator's command line."""
+    _check_run_fields(kind=kind, status=status, routine=routine)
     with db.transaction() as conn:
         agent = conn.execute("SELECT org_id FROM agents WHERE id = %s", (agent_id,)).fetchone()
-        if agent is None:
+        if agent is None or (within is not None and agent["org_id"] not in within):
             raise NotFound(f"unknown agent {agent_id}")
         schedule_id = None
         if routine:
@@ -122,14 +123,33 @@ def create_run(db: Database, *, agent_id: int, kind: str, status: str = "running
     return {**row, "routine": routine}
 
 
-def set_run(db: Database, run_id: int, *, status: str) -> dict[str, Any]:
-    _check_choice("status", status, RUN_STATUSES)
+def set_run(db: Database, run_id: int, *, status: str, within: frozenset[int] | None = None) -> dict[str, Any]:
+    _check_run_fields(status=status)
     with db.transaction() as conn:
         row = conn.execute("UPDATE runs SET status = %s, updated_at = now() WHERE id = %s"
-                           " RETURNING id, org_id, agent_id, kind, status", (status, run_id)).fetchone()
+                           " AND (%s::bigint[] IS NULL OR org_id = ANY(%s::bigint[]))"
+                           " RETURNING id, org_id, agent_id, kind, status",
+                           (status, run_id, _ids(within), _ids(within))).fetchone()
         if row is None:
             raise NotFound(f"unknown run {run_id}")
         return row
+
+
+def _ids(within: frozenset[int] | None) -> list[int] | None:
+    return None if within is None else sorted(within)
+
+
+def _check_run_fields(*, kind: object = "chat", status: object = "running", routine: object = None) -> None:
+    """Every problem of a run's fields at once (they may come from an HTTP body)."""
+    problems = []
+    if kind not in RUN_KINDS:
+        problems.append(f"kind {kind!r} is not one of {', '.join(RUN_KINDS)}")
+    if status not in RUN_STATUSES:
+        problems.append(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
+    if routine is not None and not (isinstance(routine, str) and 1 <= len(routine) <= 200):
+        problems.append("routine must be the schedule's name, 1 to 200 characters")
+    if problems:
+        raise Invalid("run rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
 
 
 def bootstrap(db: Database, *, org_name: str = "Bootstrap", email: str | None = None,
@@ -160,9 +180,3 @@ def _check_flags(flags: dict[str, Any]) -> None:
     bad = [k for k in flags if k not in GRANT_FLAGS]
     if bad:
         raise Invalid(f"unknown grant flags {bad}", [f"{k}: not one of {', '.join(GRANT_FLAGS)}" for k in bad])
-
-
-def _check_choice(field: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        msg = f"{field} {value!r} is not one of {', '.join(allowed)}"
-        raise Invalid(msg, [msg])
