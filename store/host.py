@@ -182,11 +182,14 @@ class HostTree:
     PREFETCH_BYTES = 8 << 20
 
     def _prefetch(self, conn: Conn, nodes: list[Node], generation: int) -> None:
+        assert self.cache is not None
         files = [n for n in nodes if n.kind in ("note", "script")]
         if not files or sum(n.size for n in files) > self.PREFETCH_BYTES:
             return
+        files = [n for n in files if (hit := self.cache.get(n.path)) is None or hit[0].version != n.version]
+        if not files:
+            return
         contents = fam.contents(conn, [n.path for n in files])
-        assert self.cache is not None
         for node in files:
             got = contents.get(node.path)
             if got is not None and got[0] == node.version:  # the listing and the bytes agree
