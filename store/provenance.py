@@ -13,6 +13,8 @@ Event payload (JSON text on channel ``guild.files.changed``)::
 """
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Literal
 
 from store.access import Actor
@@ -23,21 +25,27 @@ Operation = Literal["create", "update", "delete", "move", "clear"]
 
 
 def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Operation,
-                  version: int | None, actor: Actor) -> int:
-    """Append one provenance row and its event; returns the change id. Call inside the write's
-    transaction. One statement: every write pays for it, so it is one round trip."""
+                  version: int | None, actor: Actor, event_paths: Sequence[str] | None = None) -> int:
+    """Append one provenance row for ``display_path`` and publish its event; returns the change id.
+    Call inside the write's transaction. ``event_paths`` are the paths the event is published for
+    when they differ from the row's (a new record's row is on its own path, while the specification
+    publishes record_add for the collection path). The row and the first event are one statement:
+    every write pays for it."""
+    events = list(event_paths) if event_paths else [display_path]
     row = conn.execute(
         """WITH change AS (
                INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
                                          actor_name, run_id, tool_call_id, tool_name)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id, org_id, display_path, operation, version)
-           SELECT id, pg_notify(%s, json_build_object('org_id', org_id, 'display_path', display_path,
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id, org_id, operation, version)
+           SELECT id, pg_notify(%s, json_build_object('org_id', org_id, 'display_path', %s::text,
                                                       'operation', operation, 'version', version,
                                                       'change_id', id)::text)
              FROM change""",
         (org_id, display_path, operation, version, actor.type, actor.id, actor.name, actor.run_id,
-         actor.tool_call_id, actor.tool_name, CHANNEL)).fetchone()
-    payload = {"org_id": org_id, "display_path": display_path, "operation": operation,
-               "version": version, "change_id": row["id"]}
-    after_commit(lambda: publish_local(payload))
+         actor.tool_call_id, actor.tool_name, CHANNEL, events[0])).fetchone()
+    payloads = [{"org_id": org_id, "display_path": path, "operation": operation, "version": version,
+                 "change_id": row["id"]} for path in events]
+    for payload in payloads[1:]:
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(payload)))
+    after_commit(lambda: [publish_local(p) for p in payloads])
     return row["id"]

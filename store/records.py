@@ -146,8 +146,9 @@ def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -
         (row["org_id"], row["id"], str(record_id), record_path(row["org_id"], row["name"], record_id),
          Jsonb(content), identity, blob, actor.name, actor.name)).fetchone()
     conn.execute("UPDATE artifact_collections SET next_id = next_id + 1 WHERE id = %s", (row["id"],))
-    record_change(conn, org_id=row["org_id"], display_path=collection_path(row["org_id"], row["name"]),
-                  operation="create", version=1, actor=actor)
+    # The record's history starts on its own path; the event is the collection's (a new file in it).
+    record_change(conn, org_id=row["org_id"], display_path=inserted["display_path"], operation="create",
+                  version=1, actor=actor, event_paths=[collection_path(row["org_id"], row["name"])])
     return WriteResult(as_record(inserted, row["name"], columns, display_path=True))
 
 
@@ -190,8 +191,12 @@ def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], ex
                    updated_at = clock_timestamp(), updated_by = %s
              WHERE a.id = %s RETURNING {rq.RECORD_COLUMNS}""",
         (Jsonb(content), identity, blob, actor.name, existing["row_id"])).fetchone()
+    # A merged record_add is still a record_add: its event is the collection's too, beside the
+    # record's own (whose file changed).
     record_change(conn, org_id=coll["org_id"], display_path=updated["display_path"], operation="update",
-                  version=updated["version"], actor=actor)
+                  version=updated["version"], actor=actor,
+                  event_paths=[updated["display_path"]] + ([collection_path(coll["org_id"], coll["name"])]
+                                                           if merged else []))
     warnings = record_problems(columns, content, skip=set(clean))
     return WriteResult(as_record(updated, coll["name"], columns, display_path=True),
                        merged=int(existing["key"]) if merged else None, warnings=warnings)

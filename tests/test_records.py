@@ -281,6 +281,22 @@ def test_writes_notify_the_collection_path_on_add_and_the_record_path_after(serv
         (base, "create", 1), (f"{base}/1", "update", 2), (f"{base}/1", "delete", 3)]
 
 
+def test_a_new_records_history_starts_on_its_own_path_and_a_merge_is_announced_for_the_collection(
+        server, db, boot, service, operator, leads) -> None:
+    base = f"org/{boot['org_id']}/collections/leads"
+    ok(add(server, service, boot, {"email": "ada@example.com"}))
+    # The Databases page's provenance strip looks the record up by its display path.
+    r = operator.get(f"{server.url}/api/file-changes", params={"display_path": f"{base}/1"})
+    assert [(c["operation"], c["version"]) for c in r.json()["changes"]] == [("create", 1)]
+    with psycopg.connect(db.conninfo, autocommit=True) as listener:
+        listener.execute("LISTEN \"guild.files.changed\"")
+        out = ok(add(server, service, boot, {"email": "ADA@example.com", "score": 3}))
+        assert out["note"] == "merged into existing record 1"
+        events = [json.loads(n.payload) for n in listener.notifies(timeout=1.0, stop_after=2)]
+    assert sorted((e["display_path"], e["operation"]) for e in events) == [
+        (base, "update"), (f"{base}/1", "update")]
+
+
 # --- access and caps -----------------------------------------------------------------------------
 
 def test_read_access_refuses_writes_and_no_access_reads_as_unknown(server, db, boot, service) -> None:
