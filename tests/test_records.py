@@ -63,10 +63,10 @@ def test_record_add_returns_the_record_with_its_id_and_meta(server, db, boot, se
     assert row["content_json"] == {"email": "ada@example.com", "status": "new", "score": 7.5}
     assert row["identity"] == "ada@example.com"
     assert "email" not in row["search_blob"].split() and "ada@example.com" in row["search_blob"]
-    # record_add publishes on the collection path
-    history = changes(db, f"org/{boot['org_id']}/collections/leads")
+    # the record's history starts on its own path (record_add's event is the collection's)
+    history = changes(db, f"org/{boot['org_id']}/collections/leads/1")
     assert [(c["operation"], c["version"], c["actor_type"], c["tool_name"]) for c in history] == [
-        ("create", 1, "agent", "record_add"), ("create", 1, "agent", "record_add")]
+        ("create", 1, "agent", "record_add")]
 
 
 def test_record_add_reports_every_problem_in_the_specifications_words(server, db, boot, service, leads) -> None:
@@ -129,7 +129,8 @@ def test_ids_start_at_one_and_are_never_reused(server, db, boot, service, operat
     assert cleared == {"cleared": 3, "collection": "leads"}
     assert live_count(db, leads) == 0
     assert ok(add(server, service, boot, {"email": "after-clear@example.com"}))["record"]["id"] == 5
-    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads")][-2:] == ["clear", "create"]
+    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads")] == ["clear"]
+    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/5")] == ["create"]
 
 
 # --- the unique column ---------------------------------------------------------------------------
@@ -151,7 +152,8 @@ def test_an_add_with_an_existing_unique_value_merges_into_that_record(server, db
     assert r.status_code == 201 and r.json()["merged"] is None and r.json()["record"]["id"] == 2
     assert r.json()["record"]["display_path"] == f"org/{boot['org_id']}/collections/leads/2"
     # a merge is an update of that record: provenance on the record path
-    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == ["update", "update"]
+    assert [c["operation"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == [
+        "create", "update", "update"]
 
 
 def test_a_removed_records_unique_value_is_free_again(server, boot, service, leads) -> None:
@@ -224,7 +226,7 @@ def test_record_update_merges_a_patch_and_null_clears(server, db, boot, service,
         assert conn.execute("SELECT content_json FROM artifacts WHERE collection_id = %s",
                             (leads["id"],)).fetchone()["content_json"] == {"email": "ada@example.com", "status": "won"}
     assert [(c["operation"], c["version"]) for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == [
-        ("update", 2)]
+        ("create", 1), ("update", 2)]
     r = call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=1,
                   body={"email": None, "score": "high"})
     assert r.status_code == 422
@@ -265,7 +267,7 @@ def test_record_remove_soft_deletes_and_the_record_is_gone_for_readers(server, d
         row = conn.execute("SELECT deleted_at, version FROM artifacts WHERE collection_id = %s", (leads["id"],)).fetchone()
     assert row["deleted_at"] is not None and row["version"] == 2
     assert [(c["operation"], c["version"]) for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == [
-        ("delete", 2)]
+        ("create", 1), ("delete", 2)]
 
 
 def test_writes_notify_the_collection_path_on_add_and_the_record_path_after(server, db, boot, service, leads) -> None:
@@ -350,7 +352,7 @@ def test_operator_routes_read_write_and_answer_other_organisations_as_unknown(se
     assert got == created
     patched = ok(operator.patch(f"{base}/1", json={"body": {"score": 4}}))
     assert patched["record"]["score"] == 4 and patched["warnings"] == []
-    assert [c["actor_type"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == ["user"]
+    assert [c["actor_type"] for c in changes(db, f"org/{boot['org_id']}/collections/leads/1")] == ["user", "user"]
     assert ok(operator.delete(f"{base}/1")) == {"removed": 1}
     assert operator.get(f"{base}/1").status_code == 404
     other = make_collection(db, boot["org_id"], "elsewhere", LEADS)
