@@ -32,10 +32,7 @@ STATUS: dict[type[e.StoreError], int] = {
 
 
 def status_of(exc: e.StoreError) -> int:
-    for cls in type(exc).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    return 400
+    return e.translate(STATUS, exc, 400)
 
 
 def dav_error(exc: e.StoreError) -> DAVError:

@@ -50,10 +50,7 @@ UNAVAILABLE = (psycopg_pool.PoolTimeout, psycopg.OperationalError)
 
 def errno_for(exc: BaseException) -> int:
     """The errno for ``exc``: the table above for store errors, EIO for anything else."""
-    for cls in type(exc).__mro__:
-        if cls in ERRNO:
-            return ERRNO[cls]  # type: ignore[index]
-    return errno.EIO
+    return e.translate(ERRNO, exc, errno.EIO)
 
 
 def describe(exc: BaseException) -> str:

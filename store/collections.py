@@ -375,7 +375,7 @@ def agent_access(conn: Conn, principal: Principal, agent_id: int) -> dict[str, A
 def _grant_body(body: object, modes: tuple[str, ...], subject: str) -> tuple[int, str | None]:
     problems: list[str] = []
     if not isinstance(body, Mapping):
-        raise _grant_rejected([f"body: expected a JSON object {{collection_id, mode}}"])
+        raise _grant_rejected(["body: expected a JSON object {collection_id, mode}"])
     for key in body:
         if key not in ("collection_id", "mode"):
             problems.append(f'unknown field "{key}"; a grant takes collection_id and mode')

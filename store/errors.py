@@ -6,7 +6,10 @@ names an HTTP status, a DAV status or an errno.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class StoreError(Exception):
@@ -74,3 +77,12 @@ class PreconditionFailed(StoreError):
 
 class Locked(StoreError):
     """A lease held by someone else covers the path."""
+
+
+def translate(table: Mapping[type, T], exc: BaseException, default: T) -> T:
+    """The entry for the most specific class of ``exc`` in a front end's table (its MRO order), or
+    ``default``: each front end keeps one table (HTTP status, DAV status, errno) and this one lookup."""
+    for cls in type(exc).__mro__:
+        if cls in table:
+            return table[cls]
+    return default

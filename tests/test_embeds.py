@@ -41,7 +41,7 @@ Not `![[org/1/code-span.md]]`, not \\![[org/1/escaped.md]].
 
 
 def _setup(db, boot):
-    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    org, agent = boot["org_id"], boot["agent_id"]
     with db.transaction() as conn:
         notes.write_note(conn, org, "org", None, "style.md", "Be brief. ![[org/%d/deep.md]]" % org, SYSTEM)
         notes.write_note(conn, org, "org", None, "deep.md", "Deep body ![[org/%d/deeper.md]]" % org, SYSTEM)
