@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+from store import memory, notes, scripts, tasks
+from store.collections import collection_json
+from store.columns import stored_columns
+from store.grants import Collection
+from store.records import as_record
 from store.access import Actor, Principal
 from store.db import Conn
 from store.paths import HISTORY_NAME, note_path, parse_id, script_path
@@ -212,10 +217,6 @@ def _memory_row(conn: Conn, agent_id: int | None, *, with_content: bool, org_id:
 def _collection_files(conn: Conn, folder: Folder, only: str | None = None) -> list[dict]:
     """collection.json and one <id>.json per live record, with the JSON the API returns (the
     collections and records modules' own shapes). Two queries."""
-    from store.collections import collection_json
-    from store.columns import stored_columns
-    from store.grants import Collection
-    from store.records import as_record
     coll = conn.execute("SELECT id, org_id, guild_id, name, purpose, columns, next_id, created_at, updated_at"
                         " FROM artifact_collections WHERE org_id = %s AND name = %s AND deleted_at IS NULL",
                         (folder.org_id, folder.name)).fetchone()
@@ -259,8 +260,6 @@ def _json(value: Any) -> bytes:
 # Writes: the families' own functions, so their rules (key and content checks, caps, reserved
 # keys, the embed rule, versions, revisions, provenance) apply exactly as for the agent tools.
 
-# The family modules are imported where used: they register agent tools at import, and a gateway
-# must start (and list) even while one of them is being changed.
 OPERATOR_SOURCE = "operator"  # what memory's history-archive names an edit made through the tree
 
 
@@ -269,47 +268,39 @@ def _tuple(ref: NoteRef) -> tuple[int, str, int | None, str]:
 
 
 def write_note(conn: Conn, ref: NoteRef, text: str, actor: Actor, *, if_version: int | None = None) -> int:
-    from store import notes
     return notes.write_note(conn, ref.org_id, ref.level, ref.owner_id, ref.key, text, actor,
                             if_version=if_version)["version"]
 
 
 def delete_note(conn: Conn, ref: NoteRef, actor: Actor) -> None:
-    from store import notes
     notes.delete_note(conn, ref.org_id, ref.level, ref.owner_id, ref.key, actor)
 
 
 def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: bool) -> int:
-    from store import notes
     return notes.move_note(conn, _tuple(src), _tuple(dst), actor, replace=replace)["version"]
 
 
 def write_task(conn: Conn, org_id: int | None, agent_id: int | None, text: str, actor: Actor, *,
                if_version: int | None = None) -> int:
-    from store import tasks
     return tasks.write_task(conn, org_id or 0, agent_id or 0, text, actor, if_version=if_version)["version"]
 
 
 def write_memory(conn: Conn, org_id: int | None, agent_id: int | None, text: str, actor: Actor, *,
                  if_version: int | None = None) -> int:
-    from store import memory
     return memory.write_memory(conn, org_id or 0, agent_id or 0, text, actor, source=OPERATOR_SOURCE,
                                if_version=if_version)["version"]
 
 
 def write_script(conn: Conn, org_id: int | None, agent_id: int | None, name: str, text: str, actor: Actor, *,
                  if_version: int | None = None) -> int:
-    from store import scripts
     return scripts.write_script(conn, org_id or 0, agent_id or 0, name, text, actor,
                                 if_version=if_version)["version"]
 
 
 def delete_script(conn: Conn, org_id: int | None, agent_id: int | None, name: str, actor: Actor) -> None:
-    from store import scripts
     scripts.delete_script(conn, org_id or 0, agent_id or 0, name, actor)
 
 
 def move_script(conn: Conn, org_id: int | None, agent_id: int | None, src: str, dst: str, actor: Actor, *,
                 replace: bool) -> int:
-    from store import scripts
     return scripts.move_script(conn, org_id or 0, agent_id or 0, src, dst, actor, replace=replace)["version"]
