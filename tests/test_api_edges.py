@@ -3,6 +3,7 @@ digits other than ASCII, org_id of the wrong JSON type, and an OpenAPI document 
 routes really answer. Real server, real requests."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -160,8 +161,8 @@ def test_every_route_that_needs_credentials_documents_401_and_refuses_without(se
             if op["security"]:
                 assert "401" in op["responses"], (method, path)
                 assert {name for s in op["security"] for name in s} <= schemes
-            url = server.url + path.replace("{tool}", "note_find").replace("{", "").replace("}", "")
-            url = url.replace("collection_id", "1").replace("record_id", "1").replace("agent_id", "1").replace("guild_id", "1")
+            # Every {id} parameter becomes 1; the one {tool} a tool name.
+            url = server.url + re.sub(r"\{[a-z_]+_id\}", "1", path.replace("{tool}", "note_find"))
             r = requests.request(method.upper(), url)
             assert (r.status_code == 401) == bool(op["security"]), (method, path, r.status_code)
 
