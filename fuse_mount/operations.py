@@ -279,8 +279,11 @@ class HostOperations(pyfuse3.Operations):
         if not folder.writable:
             log.info("refused create %s: /%s does not accept new files [EACCES]", path, parent)
             raise FUSEError(errno.EACCES)
+        # A name the tree would refuse (notes.txt) fails here, with the tree's own sentence in the
+        # log, rather than at close, where `echo > notes.txt` in a shell would never see it.
+        await self._call("create", path, "check_write", path)
         # Nothing is written yet: the file becomes one version when it is first flushed, so
-        # `cp` or an editor's save is one version, and a name the tree refuses fails at close.
+        # `cp` or an editor's save is one version.
         ino = self.inodes.remember(path)
         handle = self.handles.open(ino, path, writable=True, data=b"", new=True)
         return pyfuse3.FileInfo(fh=handle.fh), self._handle_attrs(handle)

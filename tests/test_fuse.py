@@ -202,7 +202,10 @@ def test_cp_in_and_out_and_refusals(mount: Mount, tmp_path: Path) -> None:
     assert "notes.txt" not in os.listdir(mount.org)
     with pytest.raises(NotFound):
         mount.tree.stat(f"org/{org}/notes.txt")
-    assert "refused save" in mount.log() and "does not end in .md" in mount.log()
+    assert "refused create" in mount.log() and "does not end in .md" in mount.log()
+    # Refused when the file is created, so even a shell redirection (which ignores close errors) says so.
+    redirected = sh("bash", "-c", f"echo hi > {mount.org / 'notes.txt'}", ok=False)
+    assert redirected.returncode == 1 and "Operation not permitted" in redirected.stderr
 
     made = sh("mkdir", mount.org / "drafts", ok=False)
     assert made.returncode == 1 and "Operation not permitted" in made.stderr
