@@ -269,7 +269,9 @@ class HostOperations(pyfuse3.Operations):
         # already holds (keep_cache), so re-reading an unchanged note costs no call at all. A change
         # made elsewhere reaches us as an event, which drops those pages (invalidate).
         handle = self.handles.open(inode, path, writable=False)
-        return pyfuse3.FileInfo(fh=handle.fh, keep_cache=True)
+        # Not for collections/: a schema change rewrites every record's JSON with one event for the
+        # collection, none per record, so their pages must be read afresh at each open.
+        return pyfuse3.FileInfo(fh=handle.fh, keep_cache="/collections/" not in f"/{path}")
 
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:

@@ -258,7 +258,7 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
         if "name" in body and body["name"] != c.name:
             _rename(conn, c, body["name"], actor)
         if new is not None and (columns_json(new) != c.columns or any(col.rename_from for col in new)):
-            apply_schema_change(conn, c.id, old, new)
+            apply_schema_change(conn, c.id, old, new, actor)
         row = conn.execute(
             f"""UPDATE artifact_collections c SET name = %s, purpose = %s, columns = %s::jsonb, guild_id = %s,
                        updated_at = now()

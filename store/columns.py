@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from store.access import Actor
 from store.db import Conn
 from store.errors import Conflict, Invalid
 from store.paths import nfc
@@ -304,14 +305,17 @@ def _repeat_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | N
     return Conflict(message, [message])
 
 
-def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], new: Sequence[Column]) -> int:
+def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], new: Sequence[Column],
+                        actor: Actor) -> int:
     """Move the live records of a (locked) collection from ``old`` to ``new`` columns, in the
     caller's transaction: renamed keys move, removed keys go, identities and search text are rebuilt.
     A column that becomes unique while records repeat a value is a Conflict and nothing changes.
     Returns how many records had their body rewritten.
 
     The keys move in one UPDATE (jsonb ops over a source -> target map), so every record moves once
-    however many columns change, and its version moves by one. The derived text is computed in
+    however many columns change, and its version moves by one; the same statement appends each
+    moved record's provenance row (its event is the collection's, published by the caller: one per
+    change, not one per record). The derived text is computed in
     Python, because ``search_blob`` and ``identity_of`` must be the very functions records use on
     writes, and written in one more UPDATE for the records where it differs (a rename changes no
     search text; a new unique flag changes only identities)."""
@@ -332,15 +336,21 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
     moved = 0
     if any(src != dst for src, dst in mapping) or len(mapping) < len(old_names):
         moved = conn.execute(
-            """UPDATE artifacts a SET content_json = m.body, version = a.version + 1
-                 FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{}'::jsonb)
-                                       FROM unnest(%s::text[], %s::text[]) AS k(src, dst)
-                                      WHERE b.content_json ? k.src) AS body
-                         FROM artifacts b
-                        WHERE b.collection_id = %s AND b.kind = 'object' AND b.deleted_at IS NULL
-                          FOR UPDATE) AS m
-                WHERE a.id = m.id AND m.body IS DISTINCT FROM a.content_json""",
-            ([s for s, _ in mapping], [d for _, d in mapping], collection_id)).rowcount
+            """WITH moved AS (
+                 UPDATE artifacts a SET content_json = m.body, version = a.version + 1
+                   FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{}'::jsonb)
+                                         FROM unnest(%s::text[], %s::text[]) AS k(src, dst)
+                                        WHERE b.content_json ? k.src) AS body
+                           FROM artifacts b
+                          WHERE b.collection_id = %s AND b.kind = 'object' AND b.deleted_at IS NULL
+                            FOR UPDATE) AS m
+                  WHERE a.id = m.id AND m.body IS DISTINCT FROM a.content_json
+              RETURNING a.org_id, a.display_path, a.version)
+               INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
+                                         actor_name, run_id, tool_call_id, tool_name)
+               SELECT org_id, display_path, 'update', version, %s, %s, %s, %s, %s, %s FROM moved""",
+            ([s for s, _ in mapping], [d for _, d in mapping], collection_id, actor.type, actor.id, actor.name,
+             actor.run_id, actor.tool_call_id, actor.tool_name)).rowcount
     rows = conn.execute(
         """SELECT id, content_json, identity, search_blob FROM artifacts
             WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (collection_id,)).fetchall()

@@ -39,6 +39,12 @@ def test_rename_and_remove_move_every_record_once_and_rebuild_search_text(server
                                 AND search @@ websearch_to_tsquery('simple', %s)""", (made["id"], "fair")).fetchall()
     assert hits == []
     assert changes(db, made["display_path"]) == ["create", "update"]
+    # Each moved record's history says so, at its new version, by the operator who changed the columns.
+    for i in ids:
+        history = operator.get(f"{server.url}/api/file-changes",
+                               params={"display_path": after[i]["display_path"]}).json()["changes"]
+        assert [(c["operation"], c["version"], c["actor_name"]) for c in history] == [
+            ("update", after[i]["version"], boot["email"])]
 
 
 def test_swapping_two_column_names_keeps_each_value_with_its_column(server, operator, boot, db) -> None:
