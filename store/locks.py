@@ -11,14 +11,14 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from store.db import Conn
+from store.db import Conn, like_escape
 
 Lease = dict[str, Any]
 
 
 def _like_prefix(path: str) -> str:
-    escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "/%"
+    """Every path below ``path``, as a LIKE pattern."""
+    return like_escape(path) + "/%"
 
 
 def _ancestors(path: str) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from store.db import Conn
+from store.db import Conn, like_escape
 from store.errors import Forbidden, Invalid, LimitReached, ReadOnly, TooLarge
 
 MAX_VALUE_BYTES = 4096   # the value as stored: the property's XML, UTF-8
@@ -22,8 +22,8 @@ MAX_PER_PATH = 64
 
 
 def _like_prefix(path: str) -> str:
-    escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "/%"
+    """Every path below ``path``, as a LIKE pattern."""
+    return like_escape(path) + "/%"
 
 
 def takes_properties(path: str) -> bool:
@@ -54,6 +54,8 @@ def check_set(conn: Conn, path: str, name: str, value: str, *, pending: Iterable
     if size > MAX_VALUE_BYTES:
         raise TooLarge(f"the value of property {name} is {size} bytes; a property holds at most "
                        f"{MAX_VALUE_BYTES} bytes")
+    # Two requests adding names to one path at once must not both pass the count: serialise them.
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('path_properties'), hashtext(%s))", (path,))
     names = {r["name"] for r in conn.execute("SELECT name FROM path_properties WHERE path = %s", (path,))}
     names.update(pending)
     if name not in names and len(names) >= MAX_PER_PATH:
