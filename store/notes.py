@@ -212,6 +212,46 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     raise PreconditionFailed(f"{display_path} changed while it was being written; try again")
 
 
+def soft_delete_artifact(conn: Conn, *, org_id: int, path: str, kind: str, actor: Actor) -> int | None:
+    """Soft-delete the live artifact of ``kind`` at ``path`` with its provenance row; its last
+    version, or None when there is none. Shared by notes and scripts."""
+    row = conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
+                       " WHERE display_path = %s AND deleted_at IS NULL AND kind = %s RETURNING version",
+                       (actor.name, path, kind)).fetchone()
+    if row is None:
+        return None
+    record_change(conn, org_id=org_id, display_path=path, operation="delete", version=row["version"], actor=actor)
+    return row["version"]
+
+
+def _retire(conn: Conn, row_id: int, actor: Actor) -> None:
+    """Soft-delete a replaced artifact (no-op when the caller already did)."""
+    conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
+                 " WHERE id = %s AND deleted_at IS NULL", (actor.name, row_id))
+
+
+def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: str, key: str,
+                      replaced_id: int | None, actor: Actor, level: str | None = None,
+                      guild_id: int | None = None, agent_id: int | None = None) -> dict:
+    """Give the (locked) artifact ``row_id`` the path ``dst``: it keeps its row, so its identity and
+    history, and its version goes up by one. ``replaced_id`` is a live artifact at ``dst`` that the
+    caller has decided to replace; ``level`` and the owner ids move a note between levels.
+    Provenance: 'move' on the old path, 'create' or 'update' on the new one."""
+    if replaced_id is not None:
+        _retire(conn, replaced_id, actor)
+    row = conn.execute(
+        f"""UPDATE artifacts SET key = %s, display_path = %s, level = coalesce(%s, level),
+                   guild_id = CASE WHEN %s::text IS NULL THEN guild_id ELSE %s END,
+                   agent_id = CASE WHEN %s::text IS NULL THEN agent_id ELSE %s END,
+                   version = version + 1, updated_at = clock_timestamp(), updated_by = %s
+             WHERE id = %s RETURNING {NOTE_COLUMNS}""",
+        (key, dst, level, level, guild_id, level, agent_id, actor.name, row_id)).fetchone()
+    record_change(conn, org_id=org_id, display_path=src, operation="move", version=row["version"], actor=actor)
+    record_change(conn, org_id=org_id, display_path=dst, operation="update" if replaced_id else "create",
+                  version=row["version"], actor=actor)
+    return row
+
+
 # ---------------------------------------------------------------------------------------------
 # The store API (the Host tree and the tools)
 
@@ -271,12 +311,8 @@ def delete_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: 
     path = note_path(org_id, level, owner_id, nfc(key))  # type: ignore[arg-type]
     embeds.lock_for_removal(conn, [path])
     _refuse_if_embedded(conn, path, "delete")
-    row = conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
-                       " WHERE display_path = %s AND deleted_at IS NULL AND kind = 'note' RETURNING version",
-                       (actor.name, path)).fetchone()
-    if row is None:
+    if soft_delete_artifact(conn, org_id=org_id, path=path, kind="note", actor=actor) is None:
         raise NotFound(f"unknown note {path}: there is no live note with that display path")
-    record_change(conn, org_id=org_id, display_path=path, operation="delete", version=row["version"], actor=actor)
     return {"deleted": path}
 
 
@@ -311,8 +347,7 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
             raise AlreadyExists(f"cannot move {s_path} to {d_path}: {d_path} already exists; "
                                 "allow overwriting, or choose another name")
         _refuse_if_embedded(conn, d_path, "replace")
-        conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s WHERE id = %s",
-                     (actor.name, replaced["id"]))
+        _retire(conn, replaced["id"], actor)  # before the count below: the move takes its place
     d_guild, d_agent = _owner(d_level, d_owner)
     if (s_level, s_owner) != (d_level, d_owner):
         conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
@@ -323,15 +358,9 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
         if n >= OWNER_CAP:
             raise LimitReached(f"cannot move {s_path} to {d_path}: the destination already holds {n:,} live "
                                f"files, the limit is {OWNER_CAP:,} per owner; delete files there first")
-    row = conn.execute(
-        f"""UPDATE artifacts SET level = %s, guild_id = %s, agent_id = %s, key = %s, display_path = %s,
-                   version = version + 1, updated_at = clock_timestamp(), updated_by = %s
-             WHERE id = %s RETURNING {NOTE_COLUMNS}""",
-        (d_level, d_guild, d_agent, d_key, d_path, actor.name, by_path[s_path]["id"])).fetchone()
-    record_change(conn, org_id=s_org, display_path=s_path, operation="move", version=row["version"], actor=actor)
-    record_change(conn, org_id=d_org, display_path=d_path, operation="update" if replaced else "create",
-                  version=row["version"], actor=actor)
-    return row
+    return relocate_artifact(conn, by_path[s_path]["id"], org_id=s_org, src=s_path, dst=d_path, key=d_key,
+                             replaced_id=replaced["id"] if replaced else None, actor=actor,
+                             level=d_level, guild_id=d_guild, agent_id=d_agent)
 
 
 # ---------------------------------------------------------------------------------------------

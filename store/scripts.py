@@ -23,7 +23,8 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, NotFound
-from store.notes import NOTE_COLUMNS, check_content, iso, save_artifact
+from store.notes import (NOTE_COLUMNS, check_content, iso, relocate_artifact, save_artifact,
+                         soft_delete_artifact)
 from store.paths import SCRIPT_NAME, nfc, script_path
 from store.provenance import record_change
 from store.tools import Arg, tool
@@ -66,12 +67,8 @@ def write_script(conn: Conn, org_id: int, agent_id: int, name: str, content: str
 
 def delete_script(conn: Conn, org_id: int, agent_id: int, name: str, actor: Actor) -> dict:
     path = script_path(org_id, agent_id, nfc(name))
-    row = conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
-                       " WHERE display_path = %s AND deleted_at IS NULL AND kind = 'script' RETURNING version",
-                       (actor.name, path)).fetchone()
-    if row is None:
+    if soft_delete_artifact(conn, org_id=org_id, path=path, kind="script", actor=actor) is None:
         raise NotFound(f"unknown script {path}; script_list lists this agent's scripts")
-    record_change(conn, org_id=org_id, display_path=path, operation="delete", version=row["version"], actor=actor)
     return {"deleted": path}
 
 
@@ -81,27 +78,18 @@ def move_script(conn: Conn, org_id: int, agent_id: int, name: str, new_name: str
     new_name = check_name(new_name)
     src, dst = script_path(org_id, agent_id, nfc(name)), script_path(org_id, agent_id, new_name)
     rows = conn.execute("SELECT id, display_path FROM artifacts WHERE display_path = ANY(%s)"
-                        " AND deleted_at IS NULL ORDER BY id FOR UPDATE", ([src, dst],)).fetchall()
+                        " AND deleted_at IS NULL AND kind = 'script' ORDER BY id FOR UPDATE", ([src, dst],)).fetchall()
     by_path = {r["display_path"]: r for r in rows}
     if src not in by_path:
         raise NotFound(f"unknown script {src}")
     if src == dst:
         return get_script(conn, org_id, agent_id, name) or {}
     replaced = by_path.get(dst)
-    if replaced is not None:
-        if not replace:
-            raise AlreadyExists(f"cannot rename {src} to {dst}: {dst} already exists; allow overwriting, "
-                                "or choose another name")
-        conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s WHERE id = %s",
-                     (actor.name, replaced["id"]))
-    row = conn.execute(f"""UPDATE artifacts SET key = %s, display_path = %s, version = version + 1,
-                                  updated_at = clock_timestamp(), updated_by = %s
-                            WHERE id = %s RETURNING {NOTE_COLUMNS}""",
-                       (new_name, dst, actor.name, by_path[src]["id"])).fetchone()
-    record_change(conn, org_id=org_id, display_path=src, operation="move", version=row["version"], actor=actor)
-    record_change(conn, org_id=org_id, display_path=dst, operation="update" if replaced else "create",
-                  version=row["version"], actor=actor)
-    return row
+    if replaced is not None and not replace:
+        raise AlreadyExists(f"cannot rename {src} to {dst}: {dst} already exists; allow overwriting, "
+                            "or choose another name")
+    return relocate_artifact(conn, by_path[src]["id"], org_id=org_id, src=src, dst=dst, key=new_name,
+                             replaced_id=replaced["id"] if replaced else None, actor=actor)
 
 
 # ---------------------------------------------------------------------------------------------
