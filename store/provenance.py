@@ -9,7 +9,8 @@ Event payload (JSON text on channel ``guild.files.changed``)::
      "version": 3, "change_id": 42}
 
 ``operation`` is create, update, delete, move (on the old path; the new path gets create) or clear
-(every record of a collection, on the collection path).
+(every record of a collection, on the collection path). record_add is announced for the
+collection's path while its row is the record's (``event_paths``).
 """
 from __future__ import annotations
 
