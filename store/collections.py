@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from psycopg import sql
 from psycopg.errors import Diagnostic
 
 from store import db as store_db
@@ -408,15 +409,25 @@ def set_guild_access(db: Database, principal: Principal, guild_id: int, body: ob
             msg = (f"collection {c.name} is {owner}: a guild's own table takes no guild grant (its guild "
                    "writes it and no other guild reaches it); move it to the organisation first to share it")
             raise Invalid(msg, [msg])
-        if mode is None:
-            conn.execute("DELETE FROM collection_access WHERE collection_id = %s AND guild_id = %s", (c.id, g["id"]))
-        else:
-            conn.execute("""INSERT INTO collection_access (collection_id, guild_id, mode) VALUES (%s, %s, %s)
-                            ON CONFLICT (collection_id, guild_id) WHERE guild_id IS NOT NULL
-                            DO UPDATE SET mode = EXCLUDED.mode""", (c.id, g["id"], mode))
-        record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="update", version=None,
-                      actor=principal.actor)
+        _set_grant(conn, c, "guild_id", g["id"], mode, principal)
         return {"guild_id": g["id"], "collection_id": c.id, "name": c.name, "mode": mode}
+
+
+def _set_grant(conn: Conn, c: Collection, subject: str, subject_id: int, mode: str | None,
+               principal: Principal) -> None:
+    """Upsert (or, for mode None, remove) the grant row of one guild or agent (``subject`` is the
+    column, guild_id or agent_id), and announce it on the collection's path."""
+    column = sql.Identifier(subject)
+    if mode is None:
+        conn.execute(sql.SQL("DELETE FROM collection_access WHERE collection_id = %s AND {} = %s").format(column),
+                     (c.id, subject_id))
+    else:
+        conn.execute(sql.SQL("""INSERT INTO collection_access (collection_id, {col}, mode) VALUES (%s, %s, %s)
+                                ON CONFLICT (collection_id, {col}) WHERE {col} IS NOT NULL
+                                DO UPDATE SET mode = EXCLUDED.mode""").format(col=column),
+                     (c.id, subject_id, mode))
+    record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="update", version=None,
+                  actor=principal.actor)
 
 
 def set_agent_access(db: Database, principal: Principal, agent_id: int, body: object) -> dict[str, Any]:
@@ -431,13 +442,6 @@ def set_agent_access(db: Database, principal: Principal, agent_id: int, body: ob
                    f"guild {a['guild_id']}: an agent row on a guild's own table is accepted only for an agent "
                    "of that guild; move the table to the organisation to share it")
             raise Invalid(msg, [msg])
-        if mode is None:
-            conn.execute("DELETE FROM collection_access WHERE collection_id = %s AND agent_id = %s", (c.id, a["id"]))
-        else:
-            conn.execute("""INSERT INTO collection_access (collection_id, agent_id, mode) VALUES (%s, %s, %s)
-                            ON CONFLICT (collection_id, agent_id) WHERE agent_id IS NOT NULL
-                            DO UPDATE SET mode = EXCLUDED.mode""", (c.id, a["id"], mode))
-        record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="update", version=None,
-                      actor=principal.actor)
+        _set_grant(conn, c, "agent_id", a["id"], mode, principal)
         entry = next(e for e in agent_access(conn, principal, a["id"])["collections"] if e["collection_id"] == c.id)
         return {"agent_id": a["id"], **entry}
