@@ -107,6 +107,19 @@ def boot(db: Database) -> dict[str, Any]:
     return admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
 
 
+def insert_notes(db: Database, org_id: int, level: str, owner_id: int | None, contents: list[str]) -> None:
+    """Bulk-seed notes n1.md .. nN.md (one statement, no provenance) for tests that need thousands:
+    through the store, 10 000 notes would take most of a minute."""
+    from store.paths import note_path
+    keys = [f"n{i}.md" for i in range(1, len(contents) + 1)]
+    with db.transaction() as conn:
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path, content)
+                        SELECT %s, 'note', %s, %s, %s, k, p, c
+                          FROM unnest(%s::text[], %s::text[], %s::text[]) AS t(k, p, c)""",
+                     (org_id, level, owner_id if level == "guild" else None, owner_id if level == "agent" else None,
+                      keys, [note_path(org_id, level, owner_id, k) for k in keys], contents))  # type: ignore[arg-type]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 
 from store.db import Database, _configure
 
-from tests.conftest import start_gateway
+from tests.conftest import insert_notes, start_gateway
 
 _LOCK = threading.Lock()
 _RUN = [0]
@@ -39,11 +39,7 @@ def counted_db(db_url: str) -> Any:
 
 def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot: dict[str, Any]) -> None:
     org, guild = boot["org_id"], boot["guild_id"]
-    with counted_db.transaction() as conn:
-        # Bulk seed: 10 000 guild notes in one statement.
-        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
-                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', 'note ' || i
-                        FROM generate_series(1, 10000) AS i""", (org, guild, f"org/{org}/guilds/{guild}/"))
+    insert_notes(counted_db, org, "guild", guild, [f"note {i}" for i in range(1, 10_001)])
     for read_cache in (False, True):
         running, srv = start_gateway(counted_db, threads=2, read_cache=read_cache)
         try:

@@ -10,6 +10,7 @@ from api.errors import status_of
 from store import admin, notes, tools
 from store.access import SYSTEM, Principal
 from store.errors import StoreError
+from tests.conftest import insert_notes
 
 
 @pytest.fixture(params=["python", "http"])
@@ -257,11 +258,7 @@ def test_run_owned_change_records_run_and_tool_call(call, db, boot) -> None:
 
 def test_owner_cap_at_exactly_the_limit_and_one_past(call, db, boot) -> None:
     org, agent = boot["org_id"], boot["agent_id"]
-    with db.transaction() as conn:
-        conn.execute("""INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)
-                        SELECT %(o)s, 'note', 'agent', %(a)s, 'n' || i || '.md',
-                               'org/' || %(o)s || '/agents/' || %(a)s || '/n' || i || '.md', 'x'
-                          FROM generate_series(1, %(n)s) AS i""", {"o": org, "a": agent, "n": notes.OWNER_CAP - 1})
+    insert_notes(db, org, "agent", agent, ["x"] * (notes.OWNER_CAP - 1))
     status, body = call("note_write", {"level": "agent", "key": "last.md", "content": "x"})
     assert status == 200, body
     status, body = call("note_write", {"level": "agent", "key": "one-more.md", "content": "x"})

@@ -8,6 +8,7 @@ from store import admin, memory, note_search, notes, scripts, tools
 from store.access import SYSTEM, Principal
 from store.agents import load_agent
 from store.errors import StoreError
+from tests.conftest import insert_notes
 
 
 @pytest.fixture
@@ -58,11 +59,7 @@ def test_finds_ranked_hits_with_snippets_over_readable_levels(db, boot, find) ->
 
 def test_limit_default_maximum_and_bad_arguments(db, boot, find) -> None:
     org, agent = boot["org_id"], boot["agent_id"]
-    with db.transaction() as conn:
-        conn.execute("""INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)
-                        SELECT %(o)s, 'note', 'agent', %(a)s, 'n' || i || '.md',
-                               'org/' || %(o)s || '/agents/' || %(a)s || '/n' || i || '.md', 'common word'
-                          FROM generate_series(1, 120) AS i""", {"o": org, "a": agent})
+    insert_notes(db, org, "agent", agent, ["common word"] * 120)
     assert len(find(query="common")[1]["notes"]) == 20
     assert len(find(query="common", limit=100)[1]["notes"]) == 100
     status, body = find(query="  ", level="team", limit=101)
@@ -75,12 +72,8 @@ def test_limit_default_maximum_and_bad_arguments(db, boot, find) -> None:
 
 def test_note_find_over_10000_notes_answers_from_the_gin_index(db, boot) -> None:
     org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
-    with db.transaction() as conn:
-        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
-                        SELECT %(o)s, 'note', 'guild', %(g)s, 'n' || i || '.md',
-                               'org/' || %(o)s || '/guilds/' || %(g)s || '/n' || i || '.md',
-                               'note number w' || i || ' about topic' || (i %% 50) || ' and shared words'
-                          FROM generate_series(1, 10000) AS i""", {"o": org, "g": guild})
+    insert_notes(db, org, "guild", guild,
+                 [f"note number w{i} about topic{i % 50} and shared words" for i in range(1, 10_001)])
     with db.connection() as conn:
         conn.execute("ANALYZE artifacts")
         agent_row = load_agent(conn, agent, {org})
