@@ -15,11 +15,15 @@ Public functions:
     snapshot).
 ``embedding_tasks(conn, display_path) -> list[str]``
     The task display paths of the live tasks that embed a note (call after ``lock_for_removal``).
+``private_embed_problems(org_id, paths) -> list[str]``
+    One problem per embed of a memory (any agent's, or an earlier version of one): memory is
+    private, so a task save refuses them (store.tasks) with what a task can embed instead.
 ``expand_task(conn, agent, task) -> str``
     The task with note embeds inlined (their body and one nested hop), collection embeds turned
     into the table's name, within the 64 KB embed budget. Missing, unreadable or over-budget
-    targets become a visible marker in square brackets, never an error. Inlining is the operator's
-    choice: it does not depend on, or grant, the agent's note grants.
+    targets become a visible marker in square brackets, never an error. A memory embed (a task
+    saved before the save-time rule) becomes a Markdown link to it and is never inlined. Inlining
+    is the operator's choice: it does not depend on, or grant, the agent's note grants.
 """
 from __future__ import annotations
 
@@ -135,6 +139,32 @@ def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
     return [task_path(org_id, r["id"]) for r in rows if path in find_embeds(r["task"])]
 
 
+_PRIVATE = {"memory": "an agent's memory", "history": "an earlier version of an agent's memory"}
+
+
+def _embeddable(org_id: int) -> str:
+    return (f"a task embeds notes (org/{org_id}/<note>.md, org/{org_id}/guilds/<guild_id>/<note>.md, "
+            f"org/{org_id}/agents/<agent_id>/<note>.md) and collections (org/{org_id}/collections/<name>)")
+
+
+def _private_family(path: str) -> str | None:
+    try:
+        family = parse(path).family
+    except StoreError:
+        return None
+    return family if family in _PRIVATE else None
+
+
+def private_embed_problems(org_id: int, paths: Iterable[str]) -> list[str]:
+    """One sentence per embedded path that is a memory or a memory's earlier version."""
+    out = []
+    for path in paths:
+        family = _private_family(path)
+        if family is not None:
+            out.append(f"![[{path}]]: {_PRIVATE[family]} is private and cannot be embedded; {_embeddable(org_id)}")
+    return out
+
+
 def embedding_tasks_many(conn: Conn, display_paths: Iterable[str]) -> dict[str, list[str]]:
     """``embedding_tasks`` for several paths: path -> embedding task paths (only paths that have some)."""
     out: dict[str, list[str]] = {}
@@ -169,14 +199,15 @@ class _Budget:
 
 
 def _targets(conn: Conn, org_id: int, paths: list[str]) -> dict[str, tuple[str, str]]:
-    """path -> (kind, text): a note or memory body, or a collection's name; one query."""
+    """path -> (kind, text): a note's body, or a collection's name; one query. Memory is never
+    read here: it is private, and an embed of it is only ever a link."""
     if not paths:
         return {}
     rows = conn.execute(
         """SELECT display_path AS path, 'note' AS kind, coalesce(content, '') AS text
              FROM artifacts
             WHERE display_path = ANY(%(paths)s) AND org_id = %(org)s AND deleted_at IS NULL
-              AND kind IN ('note', 'memory')
+              AND kind = 'note'
            UNION ALL
            SELECT 'org/' || org_id || '/collections/' || name, 'collection', name
              FROM artifact_collections
@@ -194,7 +225,7 @@ def _unreadable(org_id: int, path: str) -> str | None:
         return f"embed unreadable: {path} is not a display path"
     if target.org_id != org_id:
         return f"embed unreadable: {path} belongs to another organisation"
-    if target.family in ("note", "memory", "collection"):
+    if target.family in ("note", "collection"):
         return None
     return f"embed unreadable: {path} is a {target.family}; only notes and collections are embedded"
 
@@ -220,6 +251,8 @@ def expand_task(conn: Conn, agent: Agent, task: str) -> str:
         return "".join(out)
 
     def one(path: str, depth: int) -> str:
+        if _private_family(path) is not None:
+            return f"[{path}]({path})"
         why = _unreadable(agent.org_id, path)
         if why:
             return _marker(why)

@@ -170,3 +170,21 @@ def test_move_keeps_identity_bumps_version_and_records_both_paths(db, boot) -> N
                             ).fetchall()
     assert rows == [{"display_path": f"org/{org}/guilds/{guild}/final.md", "operation": "update", "version": 2},
                     {"display_path": f"org/{org}/agents/{agent}/draft.md", "operation": "move", "version": 2}]
+
+
+def test_a_memory_embed_already_in_a_task_is_shown_as_a_link_never_inlined(db, boot) -> None:
+    """A task saved before the save-time rule may still hold a memory embed: State links to it and
+    shows none of the memory, neither at the first hop nor through a note's nested embed."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    other = admin.create_agent(db, org_id=org, guild_id=boot["guild_id"], name="Other")
+    theirs = f"org/{org}/agents/{other['id']}/memory.md"
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)"
+                     " VALUES (%s, 'memory', 'agent', %s, 'memory.md', %s, 'SECRET plans')",
+                     (org, other["id"], theirs))
+        notes.write_note(conn, org, "org", None, "hub.md", f"hub ![[{theirs}]]", SYSTEM)
+        conn.execute("UPDATE agents SET task = %s WHERE id = %s", (f"![[{theirs}]] / ![[org/{org}/hub.md]]", agent))
+        agent_row = load_agent(conn, agent, {org})
+        out = embeds.expand_task(conn, agent_row, tasks.read_task(conn, org, agent)["task"])
+    assert "SECRET" not in out
+    assert out == f"[{theirs}]({theirs}) / hub [{theirs}]({theirs})"
