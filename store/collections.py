@@ -23,6 +23,7 @@ from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, Precond
 from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, nfc
 from store.provenance import record_change
+from store.records import remove_all
 
 MAX_COLLECTIONS = 100
 MAX_PURPOSE = 400
@@ -299,13 +300,12 @@ def _move(conn: Conn, c: Collection, guild_id: int | None) -> None:
 
 
 def delete_collection(db: Database, principal: Principal, collection_id: object) -> dict[str, Any]:
-    """Soft-delete the table and its live records (one UPDATE each) and drop its grants; the name is
-    free again at once. One provenance row on the collection path."""
+    """Soft-delete the table and its live records and drop its grants; the name is free again at
+    once. Each record gets its own 'delete' row (store.records.remove_all), the table one row and
+    event on its path."""
     with db.transaction() as conn:
         c = collection_for_member(conn, principal, collection_id, lock=True)
-        removed = conn.execute("""UPDATE artifacts SET deleted_at = now()
-                                   WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""",
-                               (c.id,)).rowcount
+        removed = remove_all(conn, c.id, principal.actor)
         conn.execute("DELETE FROM collection_access WHERE collection_id = %s", (c.id,))
         conn.execute("UPDATE artifact_collections SET deleted_at = now(), updated_at = now() WHERE id = %s", (c.id,))
         record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="delete", version=None,

@@ -26,7 +26,7 @@ from store.db import Conn, Database
 from store.errors import Conflict, Invalid, LimitReached, NotFound, TooLarge
 from store.grants import Collection, collection_for_agent, granted_collections
 from store.paths import collection_path, record_path
-from store.provenance import record_change
+from store.provenance import append_changes, record_change
 from store.tools import Arg, tool
 from store.values import check_body, record_problems, shown, utc_iso
 
@@ -217,15 +217,27 @@ def record_remove(conn: Conn, collection: Collection, record_id: object, actor: 
 
 def clear_records(conn: Conn, collection: Collection, actor: Actor) -> int:
     """Soft-delete every live record at once; the table, its grants and next_id stay, so ids are
-    still never reused. One provenance row ('clear' on the collection path). Returns how many."""
+    still never reused. Each record gets its own 'delete' row (in the same statement), so its
+    history ends where it ended; the table gets one 'clear' row and event. Returns how many."""
     row, _ = _lock(conn, collection)
-    cleared = conn.execute(
-        """UPDATE artifacts SET deleted_at = clock_timestamp(), updated_at = clock_timestamp(),
-                  version = version + 1, updated_by = %s
-            WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (actor.name, row["id"])).rowcount
+    cleared = remove_all(conn, row["id"], actor)
     record_change(conn, org_id=row["org_id"], display_path=collection_path(row["org_id"], row["name"]),
                   operation="clear", version=None, actor=actor)
     return cleared
+
+
+def remove_all(conn: Conn, collection_id: int, actor: Actor) -> int:
+    """Soft-delete every live record of a (locked) collection, each one version up with its own
+    'delete' provenance row, in one statement; returns how many. The caller records the
+    collection's own change (and so its one event)."""
+    insert, params = append_changes("removed", actor)
+    return conn.execute(
+        f"""WITH removed AS (
+              UPDATE artifacts SET deleted_at = clock_timestamp(), updated_at = clock_timestamp(),
+                     version = version + 1, updated_by = %s
+               WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL
+           RETURNING org_id, display_path, 'delete' AS operation, version)
+            {insert}""", (actor.name, collection_id, *params)).rowcount
 
 
 # --- reads ----------------------------------------------------------------------------------------
