@@ -22,7 +22,7 @@ from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed
 from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, nfc
-from store.provenance import record_change
+from store.provenance import append_changes, record_change
 from store.records import remove_all
 
 MAX_COLLECTIONS = 100
@@ -276,11 +276,23 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
 
 
 def _rename(conn: Conn, c: Collection, name: str, actor: Actor) -> None:
-    """A new name moves every live record's display path with it (one UPDATE)."""
+    """A new name moves every live record's display path with it, and each record's history says
+    so as a note move does: 'move' on its old path, 'create' on its new one, at its version (its
+    body does not change). One statement moves them and appends their rows."""
     _check_name_free(conn, c.org_id, name, except_id=c.id)
-    conn.execute("""UPDATE artifacts SET display_path = %s || '/' || key
-                     WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""",
-                 (collection_path(c.org_id, name), c.id))
+    insert, params = append_changes("moved_rows", actor)
+    conn.execute(
+        f"""WITH moved AS (
+              UPDATE artifacts a SET display_path = %s || '/' || a.key
+                FROM artifacts b
+               WHERE b.id = a.id AND a.collection_id = %s AND a.kind = 'object' AND a.deleted_at IS NULL
+           RETURNING a.org_id, b.display_path AS old_path, a.display_path AS new_path, a.version),
+            moved_rows AS (
+              SELECT org_id, p.display_path, p.operation, version
+                FROM moved, LATERAL (VALUES (1, old_path, 'move'), (2, new_path, 'create'))
+                                    AS p(step, display_path, operation)
+               ORDER BY moved.old_path, p.step)
+            {insert}""", (collection_path(c.org_id, name), c.id, *params))
     record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="move", version=None,
                   actor=actor)
     record_change(conn, org_id=c.org_id, display_path=collection_path(c.org_id, name), operation="create",

@@ -63,3 +63,22 @@ def test_deleting_a_guild_writes_a_delete_row_per_record_of_its_tables(server, o
         left = conn.execute("SELECT version, updated_by FROM artifacts WHERE collection_id = %s",
                             (made["id"],)).fetchall()
     assert left == [{"version": 2, "updated_by": f"guild {guild['id']} deleted"}] * 2
+
+
+def test_renaming_a_collection_records_each_records_move(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "old-name")
+    ids = seed(db, boot["org_id"], made["id"], [{"title": "one"}])
+    r = operator.post(f"{server.url}/api/collections/{made['id']}/records", json={"body": {"title": "two"}})
+    ids.append(r.json()["record"]["id"])
+    assert operator.patch(f"{server.url}/api/collections/{made['id']}", json={"name": "new-name"}).status_code == 200
+    old_paths = _record_paths(made, ids)
+    new_paths = [p.replace("/old-name/", "/new-name/") for p in old_paths]
+    latest = _latest(operator, server.url, old_paths + new_paths)
+    assert [(latest[p]["operation"], latest[p]["version"], latest[p]["recorded"]) for p in old_paths] == [
+        ("move", 1, True)] * 2
+    assert [(latest[p]["operation"], latest[p]["version"], latest[p]["recorded"], latest[p]["actor_name"])
+            for p in new_paths] == [("create", 1, True, boot["email"])] * 2
+    assert _history(db, old_paths[1]) == [("create", 1, boot["email"]), ("move", 1, boot["email"])]
+    # the record itself did not change: same version, same body
+    got = operator.get(f"{server.url}/api/collections/{made['id']}/records/{ids[1]}").json()
+    assert (got["version"], got["title"], got["display_path"]) == (1, "two", new_paths[1])
