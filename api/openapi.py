@@ -56,10 +56,11 @@ _MODE_AGENT = {"type": ["string", "null"], "enum": ["read", "write", "none", Non
 _RECORD_QUERY = (
     ("query", "string", "text search (websearch_to_tsquery grammar); runs the search instead of a listing"),
     ("where", "string", "JSON object {column: term}"),
-    ("since", "string", "ISO 8601 timestamp: records created or updated at or after it"),
-    ("order", "string", 'JSON {"column", "direction"} or "column desc"'),
+    ("since", "string", "ISO 8601 timestamp: records created or updated at or after it (with query: narrows the hits)"),
+    ("order", "string", 'JSON {"column", "direction"} or "column desc" (with query: sorts the hits by the column '
+                        "instead of rank)"),
     ("limit", "integer", "20 by default, at most 100"),
-    ("offset", "integer", "0 or more"),
+    ("offset", "integer", "0 or more (with query: pages the ranked hits; total counts them all)"),
 )
 
 _RECORD_RESULT = _obj(record={"type": "object"}, merged={"type": ["integer", "null"]},

@@ -264,25 +264,38 @@ def list_records(conn: Conn, collection: Collection, *, where: object = None, si
 
 
 def search_records(conn: Conn, collections: Sequence[Collection], query: object, *, where: object = None,
-                   limit: object = None, named: bool = True, display_path: bool = False,
+                   limit: object = None, offset: object = None, since: object = None, order: object = None,
+                   named: bool = True, display_path: bool = False,
                    tool_name: str = "record_search") -> dict[str, Any]:
     """Text search over ``collections``: the one the caller named (``named``), or every readable
-    one. where needs a named collection, since it names that collection's columns."""
+    one. where and order need a named collection, since they name that collection's columns.
+    offset pages the ranked hits, since narrows them, and order sorts them by a column instead of
+    rank (the Databases page searches and pages at once; the record_search tool sends none)."""
     problems: list[str] = []
     text = rq.check_query(query, problems)
-    size = rq.parse_limit(limit, problems)
     filters = rq.Filters()
+    one = named and len(collections) == 1
     if where is not None:
-        if not named or len(collections) != 1:
+        if not one:
             problems.append("where: needs collection, since where names a collection's columns; name the"
                             " collection, or drop where to search every collection you can read")
         else:
             filters = rq.parse_where(stored_columns(collections[0].columns), where, problems)
+    moment = rq.parse_since(since, problems)
+    sort: rq.Fragment | None = None
+    if order is not None:
+        if not one:
+            problems.append("order: needs collection, since order names a collection's column; name the"
+                            " collection, or drop order to rank the hits")
+        else:
+            sort = rq.parse_order(stored_columns(collections[0].columns), order, False, problems)
+    size = rq.parse_limit(limit, problems)
+    skip = rq.parse_offset(offset, problems)
     rq.reject(tool_name, problems)
     if not collections:
         return {"total": 0, "records": [], "hint": "no collection is readable, so there is nothing to search"}
     by_id = {c.id: (c, stored_columns(c.columns)) for c in collections}
-    rows, total = rq.run_search(conn, list(by_id), text, filters, size)
+    rows, total = rq.run_search(conn, list(by_id), text, filters, size, offset=skip, since=moment, order=sort)
     out: dict[str, Any] = {"total": total, "records": [
         as_record(r, by_id[r["collection_id"]][0].name, by_id[r["collection_id"]][1], display_path=display_path)
         for r in rows]}
