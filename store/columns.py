@@ -19,6 +19,7 @@ from store.access import Actor
 from store.db import Conn
 from store.errors import Conflict, Invalid
 from store.paths import nfc
+from store.provenance import append_changes
 from store.values import is_number, shown
 
 ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
@@ -313,7 +314,8 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
     Returns how many records had their body rewritten.
 
     The keys move in one UPDATE (jsonb ops over a source -> target map), so every record moves once
-    however many columns change, and its version moves by one; the same statement appends each
+    however many columns change, its version moves by one and its updated_at/updated_by say when
+    and by whom (so a listing with since finds it); the same statement appends each
     moved record's provenance row (its event is the collection's, published by the caller: one per
     change, not one per record). The derived text is computed in
     Python, because ``search_blob`` and ``identity_of`` must be the very functions records use on
@@ -335,22 +337,21 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
                 raise conflict
     moved = 0
     if any(src != dst for src, dst in mapping) or len(mapping) < len(old_names):
+        insert, actor_params = append_changes("moved", actor)
         moved = conn.execute(
-            """WITH moved AS (
-                 UPDATE artifacts a SET content_json = m.body, version = a.version + 1
-                   FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{}'::jsonb)
+            f"""WITH moved AS (
+                 UPDATE artifacts a SET content_json = m.body, version = a.version + 1,
+                        updated_at = clock_timestamp(), updated_by = %s
+                   FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{{}}'::jsonb)
                                          FROM unnest(%s::text[], %s::text[]) AS k(src, dst)
                                         WHERE b.content_json ? k.src) AS body
                            FROM artifacts b
                           WHERE b.collection_id = %s AND b.kind = 'object' AND b.deleted_at IS NULL
                             FOR UPDATE) AS m
                   WHERE a.id = m.id AND m.body IS DISTINCT FROM a.content_json
-              RETURNING a.org_id, a.display_path, a.version)
-               INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
-                                         actor_name, run_id, tool_call_id, tool_name)
-               SELECT org_id, display_path, 'update', version, %s, %s, %s, %s, %s, %s FROM moved""",
-            ([s for s, _ in mapping], [d for _, d in mapping], collection_id, actor.type, actor.id, actor.name,
-             actor.run_id, actor.tool_call_id, actor.tool_name)).rowcount
+              RETURNING a.org_id, a.display_path, 'update' AS operation, a.version)
+               {insert}""",
+            (actor.name, [s for s, _ in mapping], [d for _, d in mapping], collection_id, *actor_params)).rowcount
     rows = conn.execute(
         """SELECT id, content_json, identity, search_blob FROM artifacts
             WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (collection_id,)).fetchall()
