@@ -25,7 +25,12 @@ from store.values import is_number, shown
 ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
 TYPES: tuple[ColumnType, ...] = ("text", "number", "boolean", "datetime", "array")
 COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
-RESERVED = ("id", "created_at", "updated_at", "created_by", "updated_by")
+# Every record as returned carries these beside its columns, so a column of the same name would
+# overwrite the field or lose its own value.
+RESERVED = ("id", "collection", "created_at", "updated_at", "created_by", "updated_by", "version", "display_path")
+# The names reserved before collection, version and display_path were: a table stored with one of
+# those still reads (stored_columns), and a change of its columns asks for a rename.
+_STORED_RESERVED = ("id", "created_at", "updated_at", "created_by", "updated_by")
 MAX_COLUMNS = 64
 MAX_DESCRIPTION = 200
 MAX_VALUES = 50
@@ -133,7 +138,8 @@ def _label(index: int, raw: object) -> str:
     return f"column {index + 1}"
 
 
-def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str]) -> Column | None:
+def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str],
+               reserved: tuple[str, ...] = RESERVED) -> Column | None:
     """One definition; appends its problems and returns the column only when it has none."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
@@ -154,7 +160,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
     elif not isinstance(name, str) or not COLUMN_NAME.fullmatch(name):
         problems.append(f"{label}: name {_quote(name)} is not a column name: start with a lowercase letter, "
                         "then lowercase letters, digits or _, at most 64 characters (^[a-z][a-z0-9_]{0,63}$)")
-    elif name in RESERVED:
+    elif name in reserved:
         problems.append(f'{label}: the name "{name}" is reserved: every record already carries '
                         f'{", ".join(RESERVED)}; choose another name')
 
@@ -213,7 +219,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
                   rename_from=rename_from if allow_rename and rename_from != name else None)
 
 
-def column_problems(raw: object, *, previous: Sequence[Column] | None = None) -> tuple[list[Column], list[str]]:
+def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
+                    reserved: tuple[str, ...] = RESERVED) -> tuple[list[Column], list[str]]:
     """Parse a columns list; returns (columns, problems). With ``previous`` (a schema change),
     each column may carry rename_from naming one of the previous columns."""
     if not isinstance(raw, list):
@@ -222,7 +229,7 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None) ->
     problems: list[str] = []
     if len(raw) > MAX_COLUMNS:
         problems.append(f"a collection has at most {MAX_COLUMNS} columns; got {len(raw)}")
-    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems)
+    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved)
               for i, item in enumerate(raw)]
     columns = [c for c in parsed if c is not None]
 
@@ -269,7 +276,7 @@ def _rename_problems(raw: list, previous: Sequence[Column]) -> list[str]:
 
 def parse_columns(raw: object, *, previous: Sequence[Column] | None = None) -> list[Column]:
     """The columns of ``raw`` (a list of definitions); Invalid listing every problem otherwise.
-    Stored columns parse the same way, so records read them with ``parse_columns(row["columns"])``."""
+    Stored columns are read with ``stored_columns``, which accepts the names reserved later."""
     columns, problems = column_problems(raw, previous=previous)
     if problems:
         raise Invalid("columns rejected: " + "; ".join(problems), problems)
@@ -280,8 +287,11 @@ def parse_columns(raw: object, *, previous: Sequence[Column] | None = None) -> l
 
 def stored_columns(raw: object) -> list[Column]:
     """The columns as stored on artifact_collections (always valid: every write went through
-    ``parse_columns``)."""
-    return parse_columns(raw or [])
+    ``parse_columns``, under the reserved names of its day)."""
+    columns, problems = column_problems(raw or [], reserved=_STORED_RESERVED)
+    if problems:
+        raise Invalid("columns rejected: " + "; ".join(problems), problems)
+    return columns
 
 
 def _repeat_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | None:

@@ -59,7 +59,10 @@ def as_record(row: dict[str, Any], collection: str, columns: Sequence[Column], *
     body = row["content_json"] or {}
     out: dict[str, Any] = {"id": int(row["key"]), "collection": collection}
     for column in columns:
-        out[column.name] = body.get(column.name)
+        # A table stored before collection/version/display_path were reserved may still have such a
+        # column: the record's own fields win (below), never the other way round.
+        if column.name not in out:
+            out[column.name] = body.get(column.name)
     out["created_at"] = utc_iso(row["created_at"])
     out["updated_at"] = utc_iso(row["updated_at"])
     out["updated_by"] = row["updated_by"]
