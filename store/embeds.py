@@ -22,8 +22,8 @@ Public functions:
     The task with note embeds inlined (their body and one nested hop), collection embeds turned
     into the table's name, within the 64 KB embed budget, spent in document order: an embed is
     inlined whole or not at all, and the first that does not fit is the cut, marked, with every
-    embed after it marked as not inlined (never half a note, never a raw ![[...]]). Missing, unreadable or over-budget
-    targets become a visible marker in square brackets, never an error. A memory embed (a task
+    embed after it marked as not inlined (never half a note, never a raw ![[...]]). Missing,
+    unreadable or over-budget targets become a visible marker in square brackets, never an error. A memory embed (a task
     saved before the save-time rule) becomes a Markdown link to it and is never inlined. Inlining
     is the operator's choice: it does not depend on, or grant, the agent's note grants.
 """
