@@ -1,16 +1,20 @@
 """Provenance routes (members only), restricted to the caller's organisations.
 
-    GET  /api/file-changes?display_path=…[&limit=N]    {"changes": [...]} newest first
+    GET  /api/file-changes?display_path=…[&limit=N][&before=ID]
+         {"changes": [...], "has_more": bool, "next": link | null}: one page, newest first; next
+         is the URL of the following (older) page, ``before`` the id of this page's last change
     GET  /api/file-changes/latest?display_paths=a,b     {"latest": {path: change | null}}
     POST /api/file-changes/latest  {"display_paths": [...]}   the same, for long lists
 """
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from flask import Blueprint, jsonify, request
 
 from api.agents import jsonable
 from api.auth import principal, requires
-from api.context import db, json_body, number_problem
+from api.context import INT64_MAX, db, json_body, number_problem
 from store import files
 from store.errors import Invalid
 
@@ -27,11 +31,21 @@ def history():  # type: ignore[no-untyped-def]
     limit_text = request.args.get("limit", "100")
     if (problem := number_problem(limit_text, "limit", minimum=1, maximum=files.MAX_HISTORY)) is not None:
         problems.append(problem)
+    before_text = request.args.get("before")
+    if before_text is not None and number_problem(before_text, "before", minimum=1, maximum=INT64_MAX):
+        problems.append("before: a change id (the id of the last change of the previous page) in ASCII digits; "
+                        f"got {before_text.strip()!r}")
     if problems:
         raise Invalid("file-changes query rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+    limit = int(limit_text)
     with db().connection() as conn:
-        rows = files.history(conn, principal().org_ids, path, limit=int(limit_text))
-    return jsonify(jsonable({"changes": rows}))
+        page = files.history(conn, principal().org_ids, path, limit=limit,
+                             before=int(before_text) if before_text is not None else None)
+    page["next"] = None
+    if page["has_more"]:
+        page["next"] = (f"{request.script_root}{request.path}?display_path={quote(path.strip(), safe='/')}"
+                        f"&limit={limit}&before={page['changes'][-1]['id']}")
+    return jsonify(jsonable(page))
 
 
 def _latest(paths: object):  # type: ignore[no-untyped-def]

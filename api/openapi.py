@@ -56,10 +56,11 @@ _MODE_AGENT = {"type": ["string", "null"], "enum": ["read", "write", "none", Non
 _RECORD_QUERY = (
     ("query", "string", "text search (websearch_to_tsquery grammar); runs the search instead of a listing"),
     ("where", "string", "JSON object {column: term}"),
-    ("since", "string", "ISO 8601 timestamp: records created or updated at or after it"),
-    ("order", "string", 'JSON {"column", "direction"} or "column desc"'),
+    ("since", "string", "ISO 8601 timestamp: records created or updated at or after it (with query: narrows the hits)"),
+    ("order", "string", 'JSON {"column", "direction"} or "column desc" (with query: sorts the hits by the column '
+                        "instead of rank)"),
     ("limit", "integer", "20 by default, at most 100"),
-    ("offset", "integer", "0 or more"),
+    ("offset", "integer", "0 or more (with query: pages the ranked hits; total counts them all)"),
 )
 
 _RECORD_RESULT = _obj(record={"type": "object"}, merged={"type": ["integer", "null"]},
@@ -168,10 +169,17 @@ OPERATIONS: dict[tuple[str, str], Op] = {
 
     # Provenance (api/file_changes.py)
     ("/api/file-changes", "get"): Op(
-        "The newest-first history of one display path",
+        "The newest-first history of one display path, a page at a time: follow next until has_more is false",
         query=(("display_path", "string", "the file's display path"),
-               ("limit", "integer", "how many changes")), tags=("provenance",),
-        extra={422: "display_path missing or limit out of range, with every problem"}),
+               ("limit", "integer", "how many changes a page holds: 100 by default, at most 1000"),
+               ("before", "integer", "a change id: only older changes (the id of the previous page's last change)")),
+        ok=_obj(("changes", "has_more", "next"),
+                changes={"type": "array", "items": {"type": "object", "properties": {"id": _ID}}},
+                has_more={"type": "boolean", "description": "older changes remain beyond this page"},
+                next={"type": ["string", "null"],
+                      "description": "the URL of the next (older) page, or null on the last page"}),
+        tags=("provenance",),
+        extra={422: "display_path missing, or limit or before out of range, with every problem"}),
     ("/api/file-changes/latest", "get"): Op(
         "The newest change per path", query=(("display_paths", "string", "comma-separated display paths"),),
         tags=("provenance",), extra={422: "no display path given"}),

@@ -3,7 +3,8 @@ the records of one collection, acting as the operator (an organisation member, w
 collection of the organisation).
 
 where and order travel as JSON in the query string (order may also be the plain string
-"column desc"); query runs the text search instead of a listing. Every record carries display_path
+"column desc"); query runs the text search instead of a listing, with the same since, order,
+limit and offset. Every record carries display_path
 so the provenance strip can look it up.
 """
 from __future__ import annotations
@@ -60,20 +61,17 @@ def _body_of(payload: Any) -> Any:
 @requires("user")
 def list_or_search(collection_id: int):  # type: ignore[no-untyped-def]
     """{total, records, columns}: a listing (where, since, order, limit, offset), or with query the
-    text search (query, where, limit), ranked."""
+    text search: the hits ranked (or sorted by order), narrowed by where and since, paged by limit
+    and offset."""
     with db().connection() as conn:
         collection = collection_for_member(conn, principal(), collection_id)
         where = _json_arg("where")
         query = request.args.get("query")
         if query is not None and query.strip():
-            extra = [f"{name}: a search is ranked by relevance, so {name} does not apply; drop query to list"
-                     for name in ("since", "order") if request.args.get(name)]
-            if _int_arg("offset") not in (None, 0):
-                extra.append("offset: a search returns its best matches up to limit; drop query to page a listing")
-            if extra:
-                raise Invalid("records search arguments rejected\n" + "\n".join(f"- {p}" for p in extra), extra)
             out = records.search_records(conn, [collection], query, where=where, limit=_int_arg("limit"),
-                                         display_path=True, tool_name="records search")
+                                         offset=_int_arg("offset"), since=request.args.get("since") or None,
+                                         order=_json_arg("order", plain_string=True), display_path=True,
+                                         tool_name="records search")
         else:
             out = records.list_records(conn, collection, where=where, since=request.args.get("since") or None,
                                        order=_json_arg("order", plain_string=True), limit=_int_arg("limit"),

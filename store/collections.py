@@ -22,7 +22,8 @@ from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed
 from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, nfc
-from store.provenance import record_change
+from store.provenance import append_changes, record_change
+from store.records import remove_all
 
 MAX_COLLECTIONS = 100
 MAX_PURPOSE = 400
@@ -275,11 +276,23 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
 
 
 def _rename(conn: Conn, c: Collection, name: str, actor: Actor) -> None:
-    """A new name moves every live record's display path with it (one UPDATE)."""
+    """A new name moves every live record's display path with it, and each record's history says
+    so as a note move does: 'move' on its old path, 'create' on its new one, at its version (its
+    body does not change). One statement moves them and appends their rows."""
     _check_name_free(conn, c.org_id, name, except_id=c.id)
-    conn.execute("""UPDATE artifacts SET display_path = %s || '/' || key
-                     WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""",
-                 (collection_path(c.org_id, name), c.id))
+    insert, params = append_changes("moved_rows", actor)
+    conn.execute(
+        f"""WITH moved AS (
+              UPDATE artifacts a SET display_path = %s || '/' || a.key
+                FROM artifacts b
+               WHERE b.id = a.id AND a.collection_id = %s AND a.kind = 'object' AND a.deleted_at IS NULL
+           RETURNING a.org_id, b.display_path AS old_path, a.display_path AS new_path, a.version),
+            moved_rows AS (
+              SELECT org_id, p.display_path, p.operation, version
+                FROM moved, LATERAL (VALUES (1, old_path, 'move'), (2, new_path, 'create'))
+                                    AS p(step, display_path, operation)
+               ORDER BY moved.old_path, p.step)
+            {insert}""", (collection_path(c.org_id, name), c.id, *params))
     record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="move", version=None,
                   actor=actor)
     record_change(conn, org_id=c.org_id, display_path=collection_path(c.org_id, name), operation="create",
@@ -299,13 +312,12 @@ def _move(conn: Conn, c: Collection, guild_id: int | None) -> None:
 
 
 def delete_collection(db: Database, principal: Principal, collection_id: object) -> dict[str, Any]:
-    """Soft-delete the table and its live records (one UPDATE each) and drop its grants; the name is
-    free again at once. One provenance row on the collection path."""
+    """Soft-delete the table and its live records and drop its grants; the name is free again at
+    once. Each record gets its own 'delete' row (store.records.remove_all), the table one row and
+    event on its path."""
     with db.transaction() as conn:
         c = collection_for_member(conn, principal, collection_id, lock=True)
-        removed = conn.execute("""UPDATE artifacts SET deleted_at = now()
-                                   WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""",
-                               (c.id,)).rowcount
+        removed = remove_all(conn, c.id, principal.actor)
         conn.execute("DELETE FROM collection_access WHERE collection_id = %s", (c.id,))
         conn.execute("UPDATE artifact_collections SET deleted_at = now(), updated_at = now() WHERE id = %s", (c.id,))
         record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="delete", version=None,

@@ -19,12 +19,18 @@ from store.access import Actor
 from store.db import Conn
 from store.errors import Conflict, Invalid
 from store.paths import nfc
+from store.provenance import append_changes
 from store.values import is_number, shown
 
 ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
 TYPES: tuple[ColumnType, ...] = ("text", "number", "boolean", "datetime", "array")
 COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
-RESERVED = ("id", "created_at", "updated_at", "created_by", "updated_by")
+# Every record as returned carries these beside its columns, so a column of the same name would
+# overwrite the field or lose its own value.
+RESERVED = ("id", "collection", "created_at", "updated_at", "created_by", "updated_by", "version", "display_path")
+# The names reserved before collection, version and display_path were: a table stored with one of
+# those still reads (stored_columns), and a change of its columns asks for a rename.
+_STORED_RESERVED = ("id", "created_at", "updated_at", "created_by", "updated_by")
 MAX_COLUMNS = 64
 MAX_DESCRIPTION = 200
 MAX_VALUES = 50
@@ -132,7 +138,8 @@ def _label(index: int, raw: object) -> str:
     return f"column {index + 1}"
 
 
-def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str]) -> Column | None:
+def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str],
+               reserved: tuple[str, ...] = RESERVED) -> Column | None:
     """One definition; appends its problems and returns the column only when it has none."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
@@ -153,7 +160,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
     elif not isinstance(name, str) or not COLUMN_NAME.fullmatch(name):
         problems.append(f"{label}: name {_quote(name)} is not a column name: start with a lowercase letter, "
                         "then lowercase letters, digits or _, at most 64 characters (^[a-z][a-z0-9_]{0,63}$)")
-    elif name in RESERVED:
+    elif name in reserved:
         problems.append(f'{label}: the name "{name}" is reserved: every record already carries '
                         f'{", ".join(RESERVED)}; choose another name')
 
@@ -212,7 +219,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
                   rename_from=rename_from if allow_rename and rename_from != name else None)
 
 
-def column_problems(raw: object, *, previous: Sequence[Column] | None = None) -> tuple[list[Column], list[str]]:
+def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
+                    reserved: tuple[str, ...] = RESERVED) -> tuple[list[Column], list[str]]:
     """Parse a columns list; returns (columns, problems). With ``previous`` (a schema change),
     each column may carry rename_from naming one of the previous columns."""
     if not isinstance(raw, list):
@@ -221,7 +229,7 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None) ->
     problems: list[str] = []
     if len(raw) > MAX_COLUMNS:
         problems.append(f"a collection has at most {MAX_COLUMNS} columns; got {len(raw)}")
-    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems)
+    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved)
               for i, item in enumerate(raw)]
     columns = [c for c in parsed if c is not None]
 
@@ -268,7 +276,7 @@ def _rename_problems(raw: list, previous: Sequence[Column]) -> list[str]:
 
 def parse_columns(raw: object, *, previous: Sequence[Column] | None = None) -> list[Column]:
     """The columns of ``raw`` (a list of definitions); Invalid listing every problem otherwise.
-    Stored columns parse the same way, so records read them with ``parse_columns(row["columns"])``."""
+    Stored columns are read with ``stored_columns``, which accepts the names reserved later."""
     columns, problems = column_problems(raw, previous=previous)
     if problems:
         raise Invalid("columns rejected: " + "; ".join(problems), problems)
@@ -279,8 +287,11 @@ def parse_columns(raw: object, *, previous: Sequence[Column] | None = None) -> l
 
 def stored_columns(raw: object) -> list[Column]:
     """The columns as stored on artifact_collections (always valid: every write went through
-    ``parse_columns``)."""
-    return parse_columns(raw or [])
+    ``parse_columns``, under the reserved names of its day)."""
+    columns, problems = column_problems(raw or [], reserved=_STORED_RESERVED)
+    if problems:
+        raise Invalid("columns rejected: " + "; ".join(problems), problems)
+    return columns
 
 
 def _repeat_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | None:
@@ -313,7 +324,8 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
     Returns how many records had their body rewritten.
 
     The keys move in one UPDATE (jsonb ops over a source -> target map), so every record moves once
-    however many columns change, and its version moves by one; the same statement appends each
+    however many columns change, its version moves by one and its updated_at/updated_by say when
+    and by whom (so a listing with since finds it); the same statement appends each
     moved record's provenance row (its event is the collection's, published by the caller: one per
     change, not one per record). The derived text is computed in
     Python, because ``search_blob`` and ``identity_of`` must be the very functions records use on
@@ -335,22 +347,21 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
                 raise conflict
     moved = 0
     if any(src != dst for src, dst in mapping) or len(mapping) < len(old_names):
+        insert, actor_params = append_changes("moved", actor)
         moved = conn.execute(
-            """WITH moved AS (
-                 UPDATE artifacts a SET content_json = m.body, version = a.version + 1
-                   FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{}'::jsonb)
+            f"""WITH moved AS (
+                 UPDATE artifacts a SET content_json = m.body, version = a.version + 1,
+                        updated_at = clock_timestamp(), updated_by = %s
+                   FROM (SELECT b.id, (SELECT coalesce(jsonb_object_agg(k.dst, b.content_json -> k.src), '{{}}'::jsonb)
                                          FROM unnest(%s::text[], %s::text[]) AS k(src, dst)
                                         WHERE b.content_json ? k.src) AS body
                            FROM artifacts b
                           WHERE b.collection_id = %s AND b.kind = 'object' AND b.deleted_at IS NULL
                             FOR UPDATE) AS m
                   WHERE a.id = m.id AND m.body IS DISTINCT FROM a.content_json
-              RETURNING a.org_id, a.display_path, a.version)
-               INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
-                                         actor_name, run_id, tool_call_id, tool_name)
-               SELECT org_id, display_path, 'update', version, %s, %s, %s, %s, %s, %s FROM moved""",
-            ([s for s, _ in mapping], [d for _, d in mapping], collection_id, actor.type, actor.id, actor.name,
-             actor.run_id, actor.tool_call_id, actor.tool_name)).rowcount
+              RETURNING a.org_id, a.display_path, 'update' AS operation, a.version)
+               {insert}""",
+            (actor.name, [s for s, _ in mapping], [d for _, d in mapping], collection_id, *actor_params)).rowcount
     rows = conn.execute(
         """SELECT id, content_json, identity, search_blob FROM artifacts
             WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (collection_id,)).fetchall()

@@ -15,16 +15,22 @@ Public functions:
     snapshot).
 ``embedding_tasks(conn, display_path) -> list[str]``
     The task display paths of the live tasks that embed a note (call after ``lock_for_removal``).
+``private_embed_problems(org_id, paths) -> list[str]``
+    One problem per embed of a memory (any agent's, or an earlier version of one): memory is
+    private, so a task save refuses them (store.tasks) with what a task can embed instead.
 ``expand_task(conn, agent, task) -> str``
     The task with note embeds inlined (their body and one nested hop), collection embeds turned
-    into the table's name, within the 64 KB embed budget. Missing, unreadable or over-budget
-    targets become a visible marker in square brackets, never an error. Inlining is the operator's
-    choice: it does not depend on, or grant, the agent's note grants.
+    into the table's name, within the 64 KB embed budget, spent in document order: an embed is
+    inlined whole or not at all, and the first that does not fit is the cut, marked, with every
+    embed after it marked as not inlined (never half a note, never a raw ![[...]]). Missing,
+    unreadable or over-budget targets become a visible marker in square brackets, never an error. A memory embed (a task
+    saved before the save-time rule) becomes a Markdown link to it and is never inlined. Inlining
+    is the operator's choice: it does not depend on, or grant, the agent's note grants.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
@@ -135,6 +141,32 @@ def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
     return [task_path(org_id, r["id"]) for r in rows if path in find_embeds(r["task"])]
 
 
+_PRIVATE = {"memory": "an agent's memory", "history": "an earlier version of an agent's memory"}
+
+
+def _embeddable(org_id: int) -> str:
+    return (f"a task embeds notes (org/{org_id}/<note>.md, org/{org_id}/guilds/<guild_id>/<note>.md, "
+            f"org/{org_id}/agents/<agent_id>/<note>.md) and collections (org/{org_id}/collections/<name>)")
+
+
+def _private_family(path: str) -> str | None:
+    try:
+        family = parse(path).family
+    except StoreError:
+        return None
+    return family if family in _PRIVATE else None
+
+
+def private_embed_problems(org_id: int, paths: Iterable[str]) -> list[str]:
+    """One sentence per embedded path that is a memory or a memory's earlier version."""
+    out = []
+    for path in paths:
+        family = _private_family(path)
+        if family is not None:
+            out.append(f"![[{path}]]: {_PRIVATE[family]} is private and cannot be embedded; {_embeddable(org_id)}")
+    return out
+
+
 def embedding_tasks_many(conn: Conn, display_paths: Iterable[str]) -> dict[str, list[str]]:
     """``embedding_tasks`` for several paths: path -> embedding task paths (only paths that have some)."""
     out: dict[str, list[str]] = {}
@@ -154,29 +186,43 @@ def _marker(text: str) -> str:
 
 
 class _Budget:
+    """The 64 KB an expansion may inline, spent in document order. An embed is inlined whole or
+    not at all: the first that does not fit is the cut, and nothing after it is inlined, so State
+    never shows half a note or an embed left raw."""
+
     def __init__(self, total: int) -> None:
         self.left = total
+        self.cut = False
 
-    def take(self, text: str) -> tuple[str, bool]:
-        """As much of ``text`` as the budget allows, and whether it was cut."""
-        data = text.encode("utf-8")
-        if len(data) <= self.left:
-            self.left -= len(data)
-            return text, False
-        cut = data[:self.left].decode("utf-8", errors="ignore")
-        self.left = 0
-        return cut, True
+    def fits(self, size: int) -> bool:
+        """Spend ``size`` bytes if they fit and nothing was cut yet; otherwise make (or keep) the cut."""
+        if not self.cut and size <= self.left:
+            self.left -= size
+            return True
+        self.cut = True
+        return False
+
+
+def _size(text: str, spans: list[_Span]) -> int:
+    """The UTF-8 bytes ``text`` inlines by itself: its embeds' raw ![[...]] text is left out, since
+    each embed is shown as its own inlined body or marker instead."""
+    size, last = 0, 0
+    for span in spans:
+        size += len(text[last:span.start].encode("utf-8"))
+        last = span.end
+    return size + len(text[last:].encode("utf-8"))
 
 
 def _targets(conn: Conn, org_id: int, paths: list[str]) -> dict[str, tuple[str, str]]:
-    """path -> (kind, text): a note or memory body, or a collection's name; one query."""
+    """path -> (kind, text): a note's body, or a collection's name; one query. Memory is never
+    read here: it is private, and an embed of it is only ever a link."""
     if not paths:
         return {}
     rows = conn.execute(
         """SELECT display_path AS path, 'note' AS kind, coalesce(content, '') AS text
              FROM artifacts
             WHERE display_path = ANY(%(paths)s) AND org_id = %(org)s AND deleted_at IS NULL
-              AND kind IN ('note', 'memory')
+              AND kind = 'note'
            UNION ALL
            SELECT 'org/' || org_id || '/collections/' || name, 'collection', name
              FROM artifact_collections
@@ -194,7 +240,7 @@ def _unreadable(org_id: int, path: str) -> str | None:
         return f"embed unreadable: {path} is not a display path"
     if target.org_id != org_id:
         return f"embed unreadable: {path} belongs to another organisation"
-    if target.family in ("note", "memory", "collection"):
+    if target.family in ("note", "collection"):
         return None
     return f"embed unreadable: {path} is a {target.family}; only notes and collections are embedded"
 
@@ -210,16 +256,18 @@ def expand_task(conn: Conn, agent: Agent, task: str) -> str:
     second_paths = list({s.path for spans in nested.values() for s in spans} - set(bodies))
     bodies.update(_targets(conn, agent.org_id, second_paths))
 
-    def render(text: str, spans: list[_Span], depth: int) -> str:
+    def render(text: str, spans: list[_Span], embed: Callable[[str], str]) -> str:
         out, last = [], 0
         for span in spans:
             out.append(text[last:span.start])
             last = span.end
-            out.append(one(span.path, depth))
+            out.append(embed(span.path))
         out.append(text[last:])
         return "".join(out)
 
     def one(path: str, depth: int) -> str:
+        if _private_family(path) is not None:
+            return f"[{path}]({path})"
         why = _unreadable(agent.org_id, path)
         if why:
             return _marker(why)
@@ -228,26 +276,15 @@ def expand_task(conn: Conn, agent: Agent, task: str) -> str:
         kind, text = bodies[path]
         if kind == "collection":
             return text
-        if budget.left == 0:
+        if budget.cut:
             return _marker(f"embed budget of 64 KB used up: {path} not inlined")
-        if depth == 2:
-            # The nested hop: its own embeds stay unexpanded, visibly.
-            spans = _spans(text)
-            text = render_markers(text, spans)
-        kept, cut = budget.take(text)
-        if cut:
-            return kept + _marker(f"embed budget of 64 KB reached: the rest of {path} is not inlined")
+        spans = nested[path] if path in nested else _spans(text)
+        if not budget.fits(_size(text, spans)):
+            return _marker(f"embed budget of 64 KB reached: {path} ({len(text.encode('utf-8'))} bytes) is not "
+                           "inlined, nor any embed after it")
         if depth == 1:
-            return render(kept, nested.get(path, []), 2)
-        return kept
+            return render(text, spans, lambda p: one(p, 2))
+        # The nested hop: its own embeds stay unexpanded, visibly.
+        return render(text, spans, lambda p: _marker(f"embed not expanded: {p}; only one nested level is inlined"))
 
-    def render_markers(text: str, spans: list[_Span]) -> str:
-        out, last = [], 0
-        for span in spans:
-            out.append(text[last:span.start])
-            out.append(_marker(f"embed not expanded: {span.path}; only one nested level is inlined"))
-            last = span.end
-        out.append(text[last:])
-        return "".join(out)
-
-    return render(task, first, 1)
+    return render(task, first, lambda p: one(p, 1))

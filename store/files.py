@@ -1,7 +1,10 @@
 """File-change queries: the provenance strip's history and latest change per path.
 
-    history(conn, org_ids, display_path, *, limit=100) -> list[dict]
-        newest first; each row {display_path, operation, version, actor_type, actor_id, actor_name,
+    history(conn, org_ids, display_path, *, limit=100, before=None) -> dict
+        {changes, has_more}: one page of the history, newest first, of at most ``limit`` changes
+        older than the change id ``before`` (the id of the previous page's last change; None for the
+        newest page); has_more says whether older changes remain, so a client reads all of it
+        page by page. Each change {id, display_path, operation, version, actor_type, actor_id, actor_name,
         run_id, tool_call_id, tool_name, created_at}, plus run: {agent_id, guild_id, kind, status,
         routine} for a run-owned change (routine = the schedule's name, or null).
     latest(conn, org_ids, display_paths) -> dict[str, dict | None]
@@ -44,7 +47,7 @@ def path_org(path: str) -> int | None:
 
 
 def _shape(row: dict) -> dict[str, Any]:
-    out = {k: row[k] for k in ("display_path", "operation", "version", "actor_type", "actor_id", "actor_name",
+    out = {k: row[k] for k in ("id", "display_path", "operation", "version", "actor_type", "actor_id", "actor_name",
                                "run_id", "tool_call_id", "tool_name", "created_at")}
     if row["run_id"] is not None:
         out["run"] = {"agent_id": row["run_agent_id"], "guild_id": row["run_guild_id"], "kind": row["run_kind"],
@@ -52,13 +55,17 @@ def _shape(row: dict) -> dict[str, Any]:
     return out
 
 
-def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100) -> list[dict]:
+def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100,
+            before: int | None = None) -> dict[str, Any]:
     path = nfc(display_path.strip().strip("/"))
     if path_org(path) not in org_ids:
         raise NotFound(f"unknown path {display_path}: no file of your organisations has that display path")
-    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s) ORDER BY fc.id DESC LIMIT %s",
-                        (path, list(org_ids), min(max(limit, 1), MAX_HISTORY))).fetchall()
-    return [_shape(r) for r in rows]
+    size = min(max(limit, 1), MAX_HISTORY)
+    # One row past the page says whether older changes remain, without counting them all.
+    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s)"
+                        " AND (%s::bigint IS NULL OR fc.id < %s::bigint) ORDER BY fc.id DESC LIMIT %s",
+                        (path, list(org_ids), before, before, size + 1)).fetchall()
+    return {"changes": [_shape(r) for r in rows[:size]], "has_more": len(rows) > size}
 
 
 def latest(conn: Conn, org_ids: Collection[int], display_paths: Sequence[str]) -> dict[str, dict | None]:

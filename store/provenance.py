@@ -11,6 +11,10 @@ Event payload (JSON text on channel ``guild.files.changed``)::
 ``operation`` is create, update, delete, move (on the old path; the new path gets create) or clear
 (every record of a collection, on the collection path). record_add is announced for the
 collection's path while its row is the record's (``event_paths``).
+
+A bulk change of records (clearing, deleting or renaming a collection, a schema change) gives
+every record its own row in the same statement as the change (``append_changes``), while its
+event is the collection's one ``record_change``: one event per change, not one per record.
 """
 from __future__ import annotations
 
@@ -50,3 +54,15 @@ def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Oper
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(payload)))
     after_commit(lambda: [publish_local(p) for p in payloads])
     return row["id"]
+
+
+def append_changes(source: str, actor: Actor) -> tuple[str, tuple[object, ...]]:
+    """SQL (and its parameters) that appends one provenance row per row of ``source``, a CTE or
+    subquery with the columns org_id, display_path, operation and version. Put it after a
+    ``WITH source AS (UPDATE ... RETURNING ...)`` so the records change and each gets its row in
+    one statement; the parameters follow the CTE's own. No event is sent: the caller announces the
+    bulk change once on the collection's path."""
+    return (f"""INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
+                                          actor_name, run_id, tool_call_id, tool_name)
+                SELECT org_id, display_path, operation, version, %s, %s, %s, %s, %s, %s FROM {source}""",
+            (actor.type, actor.id, actor.name, actor.run_id, actor.tool_call_id, actor.tool_name))

@@ -383,10 +383,13 @@ def one_token(query: str) -> bool:
     return bool(_ONE_TOKEN.match(query)) and not query.startswith("-") and query.lower() != "or"
 
 
-def run_search(conn: Conn, collection_ids: list[int], query: str, filters: Filters,
-               limit: int) -> tuple[list[dict[str, Any]], int]:
-    """(the best ``limit`` hits, how many matched). Rank is ts_rank_cd plus the similarity of every
-    text or open-array where term, then the newest change first."""
+def run_search(conn: Conn, collection_ids: list[int], query: str, filters: Filters, limit: int, *,
+               offset: int = 0, since: datetime | None = None,
+               order: Fragment | None = None) -> tuple[list[dict[str, Any]], int]:
+    """(the hits from ``offset`` up to ``limit`` of them, how many matched). Rank is ts_rank_cd plus
+    the similarity of every text or open-array where term, then the newest change first; ``order``
+    (from ``parse_order``) sorts the hits by a column instead. ``since`` keeps the hits created or
+    updated at or after it, as it does for a listing."""
     match = "a.search @@ websearch_to_tsquery('simple', %s)"
     params: list[Any] = [query]
     if one_token(query):
@@ -394,12 +397,20 @@ def run_search(conn: Conn, collection_ids: list[int], query: str, filters: Filte
         params.append(_contains(query))
     rank = " + ".join(["ts_rank_cd(a.search, websearch_to_tsquery('simple', %s))", *(r.sql for r in filters.rank)])
     rank_params: list[Any] = [query, *(p for r in filters.rank for p in r.params)]
-    where = _where_sql(Fragment("a.collection_id = ANY(%s)", [collection_ids]), filters, None)
+    where = _where_sql(Fragment("a.collection_id = ANY(%s)", [collection_ids]), filters, since)
+    by = order if order is not None else Fragment("rank DESC, a.updated_at DESC, a.id")
     rows = conn.execute(
         f"SELECT {RECORD_COLUMNS}, ({rank}) AS rank, count(*) OVER () AS total FROM artifacts a"
-        f" WHERE {where.sql} AND {match} ORDER BY rank DESC, a.updated_at DESC, a.id LIMIT %s",
-        [*rank_params, *where.params, *params, limit]).fetchall()
-    return rows, (rows[0]["total"] if rows else 0)
+        f" WHERE {where.sql} AND {match} ORDER BY {by.sql} LIMIT %s OFFSET %s",
+        [*rank_params, *where.params, *params, *by.params, limit, offset]).fetchall()
+    if rows:
+        return rows, rows[0]["total"]
+    if offset == 0:
+        return rows, 0
+    # A page past the last hit still says how many there are.
+    total = conn.execute(f"SELECT count(*) AS n FROM artifacts a WHERE {where.sql} AND {match}",
+                         [*where.params, *params]).fetchone()["n"]
+    return rows, total
 
 
 def search_hint(query: str) -> str:

@@ -26,7 +26,7 @@ from store.db import Conn, Database
 from store.errors import Conflict, Invalid, LimitReached, NotFound, TooLarge
 from store.grants import Collection, collection_for_agent, granted_collections
 from store.paths import collection_path, record_path
-from store.provenance import record_change
+from store.provenance import append_changes, record_change
 from store.tools import Arg, tool
 from store.values import check_body, record_problems, shown, utc_iso
 
@@ -59,7 +59,10 @@ def as_record(row: dict[str, Any], collection: str, columns: Sequence[Column], *
     body = row["content_json"] or {}
     out: dict[str, Any] = {"id": int(row["key"]), "collection": collection}
     for column in columns:
-        out[column.name] = body.get(column.name)
+        # A table stored before collection/version/display_path were reserved may still have such a
+        # column: the record's own fields win (below), never the other way round.
+        if column.name not in out:
+            out[column.name] = body.get(column.name)
     out["created_at"] = utc_iso(row["created_at"])
     out["updated_at"] = utc_iso(row["updated_at"])
     out["updated_by"] = row["updated_by"]
@@ -217,15 +220,27 @@ def record_remove(conn: Conn, collection: Collection, record_id: object, actor: 
 
 def clear_records(conn: Conn, collection: Collection, actor: Actor) -> int:
     """Soft-delete every live record at once; the table, its grants and next_id stay, so ids are
-    still never reused. One provenance row ('clear' on the collection path). Returns how many."""
+    still never reused. Each record gets its own 'delete' row (in the same statement), so its
+    history ends where it ended; the table gets one 'clear' row and event. Returns how many."""
     row, _ = _lock(conn, collection)
-    cleared = conn.execute(
-        """UPDATE artifacts SET deleted_at = clock_timestamp(), updated_at = clock_timestamp(),
-                  version = version + 1, updated_by = %s
-            WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL""", (actor.name, row["id"])).rowcount
+    cleared = remove_all(conn, row["id"], actor)
     record_change(conn, org_id=row["org_id"], display_path=collection_path(row["org_id"], row["name"]),
                   operation="clear", version=None, actor=actor)
     return cleared
+
+
+def remove_all(conn: Conn, collection_id: int, actor: Actor) -> int:
+    """Soft-delete every live record of a (locked) collection, each one version up with its own
+    'delete' provenance row, in one statement; returns how many. The caller records the
+    collection's own change (and so its one event)."""
+    insert, params = append_changes("removed", actor)
+    return conn.execute(
+        f"""WITH removed AS (
+              UPDATE artifacts SET deleted_at = clock_timestamp(), updated_at = clock_timestamp(),
+                     version = version + 1, updated_by = %s
+               WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL
+           RETURNING org_id, display_path, 'delete' AS operation, version)
+            {insert}""", (actor.name, collection_id, *params)).rowcount
 
 
 # --- reads ----------------------------------------------------------------------------------------
@@ -252,25 +267,38 @@ def list_records(conn: Conn, collection: Collection, *, where: object = None, si
 
 
 def search_records(conn: Conn, collections: Sequence[Collection], query: object, *, where: object = None,
-                   limit: object = None, named: bool = True, display_path: bool = False,
+                   limit: object = None, offset: object = None, since: object = None, order: object = None,
+                   named: bool = True, display_path: bool = False,
                    tool_name: str = "record_search") -> dict[str, Any]:
     """Text search over ``collections``: the one the caller named (``named``), or every readable
-    one. where needs a named collection, since it names that collection's columns."""
+    one. where and order need a named collection, since they name that collection's columns.
+    offset pages the ranked hits, since narrows them, and order sorts them by a column instead of
+    rank (the Databases page searches and pages at once; the record_search tool sends none)."""
     problems: list[str] = []
     text = rq.check_query(query, problems)
-    size = rq.parse_limit(limit, problems)
     filters = rq.Filters()
+    one = named and len(collections) == 1
     if where is not None:
-        if not named or len(collections) != 1:
+        if not one:
             problems.append("where: needs collection, since where names a collection's columns; name the"
                             " collection, or drop where to search every collection you can read")
         else:
             filters = rq.parse_where(stored_columns(collections[0].columns), where, problems)
+    moment = rq.parse_since(since, problems)
+    sort: rq.Fragment | None = None
+    if order is not None:
+        if not one:
+            problems.append("order: needs collection, since order names a collection's column; name the"
+                            " collection, or drop order to rank the hits")
+        else:
+            sort = rq.parse_order(stored_columns(collections[0].columns), order, False, problems)
+    size = rq.parse_limit(limit, problems)
+    skip = rq.parse_offset(offset, problems)
     rq.reject(tool_name, problems)
     if not collections:
         return {"total": 0, "records": [], "hint": "no collection is readable, so there is nothing to search"}
     by_id = {c.id: (c, stored_columns(c.columns)) for c in collections}
-    rows, total = rq.run_search(conn, list(by_id), text, filters, size)
+    rows, total = rq.run_search(conn, list(by_id), text, filters, size, offset=skip, since=moment, order=sort)
     out: dict[str, Any] = {"total": total, "records": [
         as_record(r, by_id[r["collection_id"]][0].name, by_id[r["collection_id"]][1], display_path=display_path)
         for r in rows]}

@@ -3,7 +3,8 @@
     read_task(conn, org_id, agent_id) -> dict
         {display_path, task, version, updated_at, updated_by}; NotFound for an agent outside org_id.
     write_task(conn, org_id, agent_id, text, actor, *, if_version=None) -> dict
-        Saves the text, NFC-normalised (256 KB cap, one version up), keeps the previous text in task_revisions
+        Saves the text, NFC-normalised (256 KB cap, one version up); a text that embeds a memory
+        is refused (Invalid, every such embed named: memory is private), keeps the previous text in task_revisions
         (at most 50 per agent, the oldest dropped) and records the change. The paths the new text
         embeds are locked shared (store.embeds) so that a note delete or move checking its embeds
         waits for this save and then sees it.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from store import embeds
 from store.access import Actor
 from store.db import Conn
-from store.errors import NotFound, PreconditionFailed
+from store.errors import Invalid, NotFound, PreconditionFailed
 from store.notes import check_content
 from store.paths import nfc, task_path
 from store.provenance import record_change
@@ -55,7 +56,11 @@ def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, 
     # Stored NFC, as every display path is: an embed typed in NFD (macOS) must still be found by
     # the substring search a note delete runs for the NFC path (store.embeds.embedding_tasks).
     text = check_content(nfc(text) if isinstance(text, str) else text, "the task")
-    embeds.lock_for_task(conn, embeds.find_embeds(text))
+    embedded = embeds.find_embeds(text)
+    problems = embeds.private_embed_problems(org_id, embedded)
+    if problems:
+        raise Invalid("task rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+    embeds.lock_for_task(conn, embedded)
     row = conn.execute(_SAVE, {"agent_id": agent_id, "org_id": org_id, "if_version": if_version,
                                "text": text, "by": actor.name}).fetchone()
     current = row.pop("current_version")

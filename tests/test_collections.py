@@ -63,8 +63,8 @@ def test_every_problem_of_a_definition_at_once_and_nothing_written(server, opera
         'column 1: type must be one of text, number, boolean, datetime, array; got "string"',
         "column 1: description is required: a sentence, at most 200 characters, that tells agents what the "
         "column holds",
-        'column "id": the name "id" is reserved: every record already carries id, created_at, updated_at, '
-        "created_by, updated_by; choose another name",
+        'column "id": the name "id" is reserved: every record already carries id, collection, created_at, '
+        "updated_at, created_by, updated_by, version, display_path; choose another name",
         'column "flag": unique applies to text or number columns only; this column is boolean',
         'column "n": values applies to text or array columns only; this column is number',
         'column "s": values must list 1 to 50 distinct strings; got 0 values',
@@ -239,3 +239,38 @@ def test_bad_bodies_are_422_not_500(server, operator) -> None:
         r = operator.request(method, server.url + path, data=data, headers={"Content-Type": "application/json"})
         assert r.status_code == 422, (method, path, data, r.text)
         assert r.json()["problems"], r.text
+
+
+def test_column_names_that_are_record_fields_are_reserved(server, operator, boot, db) -> None:
+    """A column named like a field every record carries would overwrite it (or lose its own value)
+    in every result: collection, version and display_path are refused beside id and the stamps."""
+    reserved = ("id, collection, created_at, updated_at, created_by, updated_by, version, display_path")
+    r = operator.post(f"{server.url}/api/collections", json={
+        "name": "clash", "purpose": "names that clash",
+        "columns": [col("collection"), col("version", "number"), col("display_path"), col("title")]})
+    assert r.status_code == 422, r.text
+    assert r.json()["problems"] == [
+        f'column "{name}": the name "{name}" is reserved: every record already carries {reserved}; '
+        "choose another name" for name in ("collection", "version", "display_path")]
+    made = create(operator, server.url, "fine")
+    r = operator.patch(f"{server.url}/api/collections/{made['id']}",
+                       json={"columns": [col("version", rename_from="title")]})
+    assert r.status_code == 422 and r.json()["problems"] == [
+        f'column "version": the name "version" is reserved: every record already carries {reserved}; '
+        "choose another name"]
+
+
+def test_a_table_stored_with_a_now_reserved_column_still_reads_and_renames(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "legacy", [col("title")])
+    with db.transaction() as conn:
+        conn.execute("""UPDATE artifact_collections SET columns = columns || '[{"name": "version", "type": "text",
+                        "description": "the old version", "required": false, "unique": false}]'::jsonb WHERE id = %s""",
+                     (made["id"],))
+    [rid] = seed(db, boot["org_id"], made["id"], [{"title": "t", "version": "v9"}])
+    base = f"{server.url}/api/collections/{made['id']}"
+    got = operator.get(f"{base}/records/{rid}").json()
+    assert (got["title"], got["version"], got["collection"]) == ("t", 1, "legacy")
+    r = operator.patch(base, json={"columns": [col("title"), col("release", rename_from="version")]})
+    assert r.status_code == 200, r.text
+    got = operator.get(f"{base}/records/{rid}").json()
+    assert (got["release"], got["version"]) == ("v9", 2)

@@ -3,6 +3,7 @@ renames and moves, and two operators changing one table at once."""
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 from typing import Any
 
 from test_collections_support import changes, col, create, live_records, seed
@@ -216,3 +217,20 @@ def test_two_operators_renaming_different_columns_each_from_the_latest_schema(se
     records = live_records(db, made["id"])
     assert all(r["content_json"] == {"alpha": str(i - 1), "beta": str(-(i - 1))} for i, r in records.items())
     assert {r["version"] for r in records.values()} == {3}
+
+
+def test_records_a_schema_change_rewrites_show_who_and_when_so_since_finds_them(server, operator, boot, db) -> None:
+    made = create(operator, server.url, "feed", [col("title"), col("tag")])
+    ids = seed(db, boot["org_id"], made["id"], [{"title": "a", "tag": "x"}, {"title": "b"}, {"tag": "y"}])
+    with db.connection() as conn:
+        mark = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"].isoformat()
+    r = _patch(operator, server.url, made["id"], columns=[col("headline", rename_from="title"), col("tag")])
+    assert r.status_code == 200, r.text
+    base = f"{server.url}/api/collections/{made['id']}/records"
+    out = operator.get(base, params={"since": mark}).json()
+    # the two records whose body moved a key; the third had no title and was not rewritten
+    assert [(rec["id"], rec["version"], rec["updated_by"]) for rec in out["records"]] == [
+        (ids[0], 2, boot["email"]), (ids[1], 2, boot["email"])]
+    assert all(datetime.fromisoformat(rec["updated_at"]) >= datetime.fromisoformat(mark) for rec in out["records"])
+    untouched = operator.get(f"{base}/{ids[2]}").json()
+    assert (untouched["version"], untouched["updated_by"]) == (1, "seed")

@@ -8,7 +8,7 @@ import requests
 from psycopg.types.json import Jsonb
 
 from store.collections import get_collection
-from store.columns import identity_of, parse_columns, search_blob, unique_column
+from store.columns import identity_of, search_blob, stored_columns, unique_column
 from store.db import Database
 
 
@@ -30,7 +30,7 @@ def seed(db: Database, org_id: int, collection_id: int, bodies: list[dict[str, A
     the same functions the record writes use. Returns the ids."""
     with db.transaction() as conn:
         c = get_collection(conn, org_id, collection_id, lock=True)
-        columns = parse_columns(c.columns)
+        columns = stored_columns(c.columns)
         unique = unique_column(columns)
         ids = list(range(c.next_id, c.next_id + len(bodies)))
         conn.execute(

@@ -78,7 +78,9 @@ def test_expansion_does_not_depend_on_note_grants(db, boot) -> None:
         assert embeds.expand_task(conn, agent, f"![[org/{boot['org_id']}/deeper.md]]") == "too deep"
 
 
-def test_the_64_kb_budget_cuts_with_a_visible_marker(db, boot) -> None:
+def test_the_64_kb_budget_cuts_at_a_whole_embed_with_a_visible_marker(db, boot) -> None:
+    """An embed is inlined whole or not at all: the first one that does not fit is where the cut
+    is, marked, and every embed after it is marked as not inlined."""
     org = boot["org_id"]
     with db.transaction() as conn:
         notes.write_note(conn, org, "org", None, "a.md", "a" * 40_000, SYSTEM)
@@ -89,10 +91,33 @@ def test_the_64_kb_budget_cuts_with_a_visible_marker(db, boot) -> None:
                                               f"![[org/{org}/collections/none]]")
     a, b, c, d = out.split("|")
     assert a == "a" * 40_000
-    assert b == "b" * (embeds.EMBED_BUDGET - 40_000) + \
-        f"[embed budget of 64 KB reached: the rest of org/{org}/b.md is not inlined]"
+    assert b == (f"[embed budget of 64 KB reached: org/{org}/b.md (40000 bytes) is not inlined, "
+                 "nor any embed after it]")
     assert c == f"[embed budget of 64 KB used up: org/{org}/c.md not inlined]"
     assert d == f"[embed missing: org/{org}/collections/none does not exist]"
+
+
+def test_a_budget_cut_inside_a_first_hop_note_never_leaves_a_raw_embed(db, boot) -> None:
+    """The cut lands on a nested embed of a first-hop note: the note's own text is kept whole,
+    the nested embed that does not fit is marked where it stood, and no ![[...]] stays raw."""
+    org = boot["org_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "org", None, "a.md", "a" * 40_000, SYSTEM)
+        notes.write_note(conn, org, "org", None, "hub.md",
+                         f"intro ![[org/{org}/small.md]] middle ![[org/{org}/big.md]] outro ![[org/{org}/small.md]]",
+                         SYSTEM)
+        notes.write_note(conn, org, "org", None, "small.md", "s", SYSTEM)
+        notes.write_note(conn, org, "org", None, "big.md", "B" * 30_000 + f" ![[org/{org}/a.md]]", SYSTEM)
+        notes.write_note(conn, org, "org", None, "wide.md", "w" * 30_000 + f" ![[org/{org}/small.md]]", SYSTEM)
+        agent = load_agent(conn, boot["agent_id"], {org})
+        out = embeds.expand_task(conn, agent, f"![[org/{org}/a.md]] ![[org/{org}/hub.md]] ![[org/{org}/wide.md]]")
+    assert "![[" not in out
+    assert out == ("a" * 40_000 + " intro s middle "
+                   f"[embed budget of 64 KB reached: org/{org}/big.md ({30_001 + len(f'![[org/{org}/a.md]]')} bytes) is not "
+                   "inlined, nor any embed "
+                   "after it] outro "
+                   f"[embed budget of 64 KB used up: org/{org}/small.md not inlined] "
+                   f"[embed budget of 64 KB used up: org/{org}/wide.md not inlined]")
 
 
 def test_delete_or_move_of_an_embedded_note_is_refused_naming_every_task(db, boot) -> None:
@@ -170,3 +195,21 @@ def test_move_keeps_identity_bumps_version_and_records_both_paths(db, boot) -> N
                             ).fetchall()
     assert rows == [{"display_path": f"org/{org}/guilds/{guild}/final.md", "operation": "update", "version": 2},
                     {"display_path": f"org/{org}/agents/{agent}/draft.md", "operation": "move", "version": 2}]
+
+
+def test_a_memory_embed_already_in_a_task_is_shown_as_a_link_never_inlined(db, boot) -> None:
+    """A task saved before the save-time rule may still hold a memory embed: State links to it and
+    shows none of the memory, neither at the first hop nor through a note's nested embed."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    other = admin.create_agent(db, org_id=org, guild_id=boot["guild_id"], name="Other")
+    theirs = f"org/{org}/agents/{other['id']}/memory.md"
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)"
+                     " VALUES (%s, 'memory', 'agent', %s, 'memory.md', %s, 'SECRET plans')",
+                     (org, other["id"], theirs))
+        notes.write_note(conn, org, "org", None, "hub.md", f"hub ![[{theirs}]]", SYSTEM)
+        conn.execute("UPDATE agents SET task = %s WHERE id = %s", (f"![[{theirs}]] / ![[org/{org}/hub.md]]", agent))
+        agent_row = load_agent(conn, agent, {org})
+        out = embeds.expand_task(conn, agent_row, tasks.read_task(conn, org, agent)["task"])
+    assert "SECRET" not in out
+    assert out == f"[{theirs}]({theirs}) / hub [{theirs}]({theirs})"

@@ -69,3 +69,40 @@ def test_every_write_notifies_on_commit_only(db, db_url, boot) -> None:
             notes.write_note(conn, org, "org", None, "kept.md", "x", SYSTEM)
         events = [json.loads(n.payload) for n in listener.notifies(timeout=1.0, stop_after=1)]
     assert [(e["display_path"], e["operation"], e["version"]) for e in events] == [(f"org/{org}/kept.md", "create", 1)]
+
+
+def test_history_pages_through_every_change_with_before_and_next(server, db, boot, operator) -> None:
+    """History is never silently cut: a page says whether more is left and links to the next one,
+    and following the links yields every change once, newest first."""
+    org = boot["org_id"]
+    with db.transaction() as conn:
+        for i in range(7):
+            notes.write_note(conn, org, "org", None, "long.md", f"v{i}", SYSTEM)
+    path = f"org/{org}/long.md"
+    url = f"{server.url}/api/file-changes"
+    first = operator.get(url, params={"display_path": path, "limit": "3"}).json()
+    assert [c["version"] for c in first["changes"]] == [7, 6, 5]
+    assert first["has_more"] is True
+    assert first["next"] == (f"/api/file-changes?display_path=org/{org}/long.md&limit=3"
+                             f"&before={first['changes'][-1]['id']}")
+    seen, page = [], first
+    while True:
+        seen += [(c["id"], c["version"]) for c in page["changes"]]
+        if not page["has_more"]:
+            assert page["next"] is None
+            break
+        page = operator.get(server.url + page["next"]).json()
+    assert [v for _, v in seen] == [7, 6, 5, 4, 3, 2, 1]
+    assert [i for i, _ in seen] == sorted((i for i, _ in seen), reverse=True)
+    # the whole history in one page says there is no more
+    whole = operator.get(url, params={"display_path": path}).json()
+    assert len(whole["changes"]) == 7 and whole["has_more"] is False and whole["next"] is None
+    # a page that ends exactly at the oldest change has nothing more
+    last = operator.get(url, params={"display_path": path, "limit": "2", "before": str(seen[4][0])}).json()
+    assert [c["version"] for c in last["changes"]] == [2, 1] and last["has_more"] is False
+    # a bad cursor is a 422 naming it, beside the other problems
+    r = operator.get(url, params={"display_path": path, "before": "x", "limit": "0"})
+    assert r.status_code == 422
+    assert r.json()["problems"] == [
+        "limit: a whole number from 1 to 1000 in ASCII digits; got '0'",
+        "before: a change id (the id of the last change of the previous page) in ASCII digits; got 'x'"]

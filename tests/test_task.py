@@ -59,3 +59,26 @@ def test_no_agent_tool_writes_the_task(server, boot, service) -> None:
     r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
                      json={"level": "agent", "key": "task.md", "content": "take over"})
     assert r.status_code == 422 and "reserved at the agent root" in r.json()["error"]
+
+
+def test_an_embed_of_a_memory_is_refused_at_save_saying_what_can_be_embedded(server, db, boot, operator) -> None:
+    """Memory is private: a task that embeds any agent's memory (or an earlier version of it) would
+    show it in State, so the save is refused with every such embed named, and nothing is written."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    other = admin.create_agent(db, org_id=org, guild_id=boot["guild_id"], name="Other")
+    base = f"{server.url}/api/agents/{agent}/task"
+    assert operator.put(base, json={"task": "v1"}).status_code == 200
+    theirs, mine = f"org/{org}/agents/{other['id']}/memory.md", f"org/{org}/agents/{agent}/memory.md"
+    archive = f"org/{org}/agents/{other['id']}/history-archive/20240501T000000Z-run.md"
+    r = operator.put(base, json={"task": f"Read ![[{theirs}]] and ![[{mine}]], ![[{archive}]], "
+                                         f"![[org/{org}/plan.md]] and `![[{theirs}]]` in code"})
+    assert r.status_code == 422, r.text
+    what = (f"a task embeds notes (org/{org}/<note>.md, org/{org}/guilds/<guild_id>/<note>.md, "
+            f"org/{org}/agents/<agent_id>/<note>.md) and collections (org/{org}/collections/<name>)")
+    assert r.json()["problems"] == [
+        f"![[{theirs}]]: an agent's memory is private and cannot be embedded; {what}",
+        f"![[{mine}]]: an agent's memory is private and cannot be embedded; {what}",
+        f"![[{archive}]]: an earlier version of an agent's memory is private and cannot be embedded; {what}"]
+    assert r.json()["error"].startswith("task rejected\n- ")
+    got = operator.get(base).json()
+    assert (got["task"], got["version"]) == ("v1", 1)
