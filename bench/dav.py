@@ -1,21 +1,30 @@
-"""The Host Finder over WebDAV beside plain files through WsgiDAV's FilesystemProvider, as a ratio.
+"""The Host Finder over WebDAV beside plain files (WsgiDAV's FilesystemProvider), as ratios.
 
-    .venv/bin/python -m bench.dav [--notes 10000]
+    .venv/bin/python -m bench.dav [--notes 10000] [--creates 10000] [--runs 3] [--peer rclone]
 
-Serves the same notes twice on the same cheroot settings: once through the Host Finder (the real
-gateway over PostgreSQL: Basic login, Host tree, locks and properties in PostgreSQL), once as
-plain files (FilesystemProvider with WsgiDAV's lock manager and property manager, the same Basic
-login through a SimpleDomainController). Prints, for each figure, Host Finder, files and the ratio
-Host Finder / files (lower is better for times): PROPFIND depth 1 of the folder, 1 000 sequential
-GETs on one keep-alive connection, 1 000 PUTs, and GETs from 16 concurrent clients. The gateway is
-measured twice: as `serve` runs by default (one query per GET) and with `serve --read-cache`.
-Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL.
+Measured the way a user runs it: `hostfinder serve --database-url URL --no-demo` in its own
+process with its default options (workers = cores, 16 threads each, no read cache), over a guild
+that already holds ``--notes`` notes of 1-4 KB. The reference is WsgiDAV's FilesystemProvider
+serving the same notes from disk, in a process of its own on the same cheroot settings (16
+threads, lock and property managers) with the same Basic login. ``--peer rclone`` adds
+`rclone serve webdav` over the same directory, same login. Each run measures every target in turn
+(interleaved), ``--runs`` times; each figure is printed as the cost ratio target / reference per
+run (below 1.0 = faster than the reference), then the range over the runs.
+
+Figures (the issue 14 table): creating ``--creates`` notes by PUT into an empty folder (and, for
+Host Finder, the last 10 % of those creates against the first 10 %: flat means the 10 000th create
+costs what the first did), 1 000 PUT overwrites, 1 000 sequential GETs on one connection, 2 000
+GETs from 16 concurrent connections, PROPFIND Depth 1 of the full folder with named properties
+and with allprop. Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,16 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from wsgidav.fs_dav_provider import FilesystemProvider
-from wsgidav.wsgidav_app import WsgiDAVApp
 
-from gateway.server import Gateway, make_server
-from bench.harness import bench_database
-from store import admin
-from store.db import Database
-
+REPO = Path(__file__).resolve().parent.parent
 USER, PASSWORD = "bench@example.com", "bench password"
 CLIENTS = 16
+NAMED = (b'<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/>'
+         b'<D:getcontentlength/><D:getlastmodified/><D:getetag/><D:getcontenttype/></D:prop></D:propfind>')
+ALLPROP = b'<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>'
 
 
 def free_port() -> int:
@@ -43,6 +49,8 @@ def free_port() -> int:
 
 
 def _serve(app: Any, threads: int) -> tuple[str, Any]:
+    """A cheroot server for ``app`` in a thread of this process (bench/scale.py)."""
+    from gateway.server import make_server
     port = free_port()
     server = make_server(app, "127.0.0.1", port, threads=threads)
     server.prepare()
@@ -50,7 +58,14 @@ def _serve(app: Any, threads: int) -> tuple[str, Any]:
     return f"http://127.0.0.1:{port}", server
 
 
-def _files_app(root: Path) -> WsgiDAVApp:
+def note(i: int) -> str:
+    """A note of 1-4 KB."""
+    return f"# note {i}\n\n" + ("Some words about topic %d, searchable and plain. " % i) * (20 + i % 60)
+
+
+def _files_app(root: Path) -> Any:
+    from wsgidav.fs_dav_provider import FilesystemProvider
+    from wsgidav.wsgidav_app import WsgiDAVApp
     return WsgiDAVApp({
         "provider_mapping": {"/": FilesystemProvider(str(root))},
         "http_authenticator": {"domain_controller": None, "accept_basic": True, "accept_digest": False,
@@ -61,100 +76,193 @@ def _files_app(root: Path) -> WsgiDAVApp:
     })
 
 
+def serve_files(root: str, port: int) -> None:
+    """The reference server (run in its own process by this benchmark)."""
+    from gateway.server import make_server
+    server = make_server(_files_app(Path(root)), "127.0.0.1", port, threads=16)
+    server.prepare()
+    server.serve()
+
+
+class Target:
+    def __init__(self, name: str, base: str, folder: str, new_folder: Callable[[int], str],
+                 proc: subprocess.Popen) -> None:
+        self.name, self.base, self.folder, self.new_folder, self.proc = name, base, folder, new_folder, proc
+
+
+def _wait_up(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{url}: the server exited ({proc.returncode})")
+        try:
+            requests.request("OPTIONS", url, auth=(USER, PASSWORD), timeout=2)
+            return
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    raise SystemExit(f"{url}: the server did not come up")
+
+
 def _session() -> requests.Session:
     s = requests.Session()
     s.auth = (USER, PASSWORD)
     return s
 
 
-def _best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
+def measure(t: Target, notes: int, creates: int, run: int) -> dict[str, float]:
+    s = _session()
+    url = f"{t.base}/{t.folder}"
+    assert s.get(f"{url}/n1.md").status_code == 200
+    out: dict[str, float] = {}
+
+    def timed(name: str, fn: Callable[[], Any]) -> None:
         started = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - started)
-    return best
+        out[name] = time.perf_counter() - started
 
+    # Creates: the per-request times are kept to compare the last creates with the first.
+    target = f"{t.base}/{t.new_folder(run)}"
+    stamps: list[float] = []
 
-def measure(base: str, folder: str, notes: int) -> dict[str, float]:
-    s = _session()
-    url = f"{base}/{folder}"
-    assert s.get(f"{url}/n1.md").status_code == 200
+    def create() -> None:
+        for i in range(1, creates + 1):
+            started = time.perf_counter()
+            r = s.put(f"{target}/c{i}.md", data=note(i).encode())
+            assert r.status_code == 201, (t.name, r.status_code, r.text[:200])
+            stamps.append(time.perf_counter() - started)
+    timed(f"creating {creates:,} notes by PUT", create)
+    tenth = max(1, creates // 10)
+    out["_last/first creates"] = sum(stamps[-tenth:]) / max(sum(stamps[:tenth]), 1e-9)
 
-    def propfind() -> None:
-        r = s.request("PROPFIND", url + "/", headers={"Depth": "1"})
-        assert r.status_code == 207
+    def overwrite() -> None:
+        for i in range(1, 1001):
+            r = s.put(f"{url}/n{i}.md", data=note(i + run).encode())
+            assert r.status_code in (201, 204), (t.name, r.status_code)
+    timed("PUT overwrite, sequential (1 000)", overwrite)
 
     def gets() -> None:
         for i in range(1, 1001):
             assert s.get(f"{url}/n{i}.md").status_code == 200
-
-    def puts() -> None:
-        for i in range(1, 1001):
-            assert s.put(f"{url}/n{i}.md", data=f"# note {i}\n\nupdated\n".encode()).status_code in (201, 204)
+    timed("GET, sequential, one connection (1 000)", gets)
 
     def concurrent() -> None:
         def client(k: int) -> None:
             c = _session()
             for i in range(k, 2000, CLIENTS):
-                assert c.get(f"{url}/n{1 + i % notes}.md").status_code == 200
+                assert c.get(f"{url}/n{1 + (i * 7) % notes}.md").status_code == 200
         threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    timed(f"GET, {CLIENTS} concurrent connections (2 000)", concurrent)
 
-    return {"PROPFIND depth 1 (s)": _best(propfind), "1 000 sequential GETs (s)": _best(gets, 1),
-            "1 000 PUTs (s)": _best(puts, 1), f"2 000 GETs from {CLIENTS} clients (s)": _best(concurrent, 1)}
+    for label, body in (("named properties", NAMED), ("allprop", ALLPROP)):
+        def propfind(body: bytes = body) -> None:
+            r = s.request("PROPFIND", url + "/", headers={"Depth": "1", "Content-Type": "application/xml"},
+                          data=body)
+            assert r.status_code == 207, (t.name, r.status_code)
+        timed(f"PROPFIND depth 1, {label}", propfind)
+    return out
 
 
-def run(conninfo: str, notes: int) -> None:
-    db = Database(conninfo, max_size=20).open()
+def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None) -> None:
+    from store import admin
+    from store.db import Database
+
+    db = Database(conninfo, max_size=4).open()
     boot = admin.bootstrap(db, email=USER, password=PASSWORD)
     org, guild = boot["org_id"], boot["guild_id"]
     folder = f"org/{org}/guilds/{guild}"
     with db.transaction() as conn:
         conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
-                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md',
-                               '# note ' || i || chr(10) || chr(10) || 'body' FROM generate_series(1, %s) AS i""",
-                     (org, guild, folder + "/", notes))
+                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', c
+                          FROM unnest(%s::int[], %s::text[]) AS t(i, c)""",
+                     (org, guild, folder + "/", list(range(1, notes + 1)), [note(i) for i in range(1, notes + 1)]))
+    with db.connection() as conn:
+        conn.execute("VACUUM ANALYZE")
+    guilds = [admin.create_guild(db, org_id=org, name=f"creates {r}")["id"] for r in range(runs)]
+    db.close()
+
     root = Path(tempfile.mkdtemp(prefix="hostfinder-bench-files-"))
     (root / folder).mkdir(parents=True)
     for i in range(1, notes + 1):
-        (root / folder / f"n{i}.md").write_text(f"# note {i}\n\nbody")
-    files_url, files = _serve(_files_app(root), 16)
-    results = {}
+        (root / folder / f"n{i}.md").write_text(note(i))
+    for target in ("files", "rclone"):
+        for r in range(runs):
+            (root / f"{target}-creates-{r}").mkdir()
+    procs: list[subprocess.Popen] = []
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
-        results["files"] = measure(files_url, folder, notes)
-        for label, read_cache in (("default", False), ("read-cache", True)):
-            gateway = Gateway(db, read_cache=read_cache)
-            if gateway.cache is not None:
-                gateway.cache.wait_live()
-            host_url, host = _serve(gateway, 16)
-            try:
-                results[label] = measure(host_url + "/dav", folder, notes)
-            finally:
-                host.stop()
-                gateway.close()
+        port = free_port()
+        hf = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo, "--no-demo",
+                               "--bind", f"127.0.0.1:{port}"], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(hf)
+        targets = [Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
+                          lambda r: f"org/{org}/guilds/{guilds[r]}", hf)]
+        port = free_port()
+        ref = subprocess.Popen([sys.executable, "-c", f"from bench.dav import serve_files; "
+                                f"serve_files({str(root)!r}, {port})"], cwd=REPO, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(ref)
+        targets.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
+        if peer == "rclone":
+            port = free_port()
+            rc = subprocess.Popen(["rclone", "serve", "webdav", str(root), "--addr", f"127.0.0.1:{port}",
+                                   "--user", USER, "--pass", PASSWORD], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+            procs.append(rc)
+            targets.append(Target("rclone", f"http://127.0.0.1:{port}", folder,
+                                  lambda r: f"rclone-creates-{r}", rc))
+        for t in targets:
+            _wait_up(f"{t.base}/", t.proc)
+        results: list[dict[str, dict[str, float]]] = []
+        for r in range(runs):
+            results.append({t.name: measure(t, notes, creates, r) for t in targets})
+            print(f"run {r + 1}/{runs} done", file=sys.stderr, flush=True)
     finally:
-        files.stop()
-        db.close()
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
         shutil.rmtree(root, ignore_errors=True)
-    theirs = results["files"]
-    print(f"{'figure':34} {'Host Finder':>11} {'--read-cache':>12} {'files':>8} {'ratio':>6} {'ratio':>6}")
-    for name, value in results["default"].items():
-        cached = results["read-cache"][name]
-        print(f"{name:34} {value:11.3f} {cached:12.3f} {theirs[name]:8.3f} "
-              f"{value / theirs[name]:6.2f} {cached / theirs[name]:6.2f}")
-    print("(times in seconds; ratio = Host Finder / files, default then --read-cache; lower is better)")
+    report(results, [t.name for t in targets])
+
+
+def report(results: list[dict[str, dict[str, float]]], names: list[str]) -> None:
+    others = [n for n in names if n != "files"]
+    figures = [f for f in results[0]["files"] if not f.startswith("_")]
+    head = "".join(f" {n + ' (runs)':>24} {'range':>11}" for n in others)
+    print(f"{'figure':42} {'files (s)':>10}{head}")
+    for f in figures:
+        line = f"{f:42} {min(r['files'][f] for r in results):10.3f}"
+        for n in others:
+            ratios = [r[n][f] / r["files"][f] for r in results]
+            line += f" {' '.join(f'{x:.2f}' for x in ratios):>24} {min(ratios):5.2f}–{max(ratios):.2f}"
+        print(line)
+    flat = [r["Host Finder"]["_last/first creates"] for r in results]
+    print(f"{'Host Finder: last 10 % of creates / first 10 %':42} {'':10} {' '.join(f'{x:.2f}' for x in flat):>24}")
+    print("(ratio = target time / files time in the same run; below 1.0 = faster than the reference; "
+          "files (s) = the reference's best time)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--creates", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--peer", choices=["rclone"], help="add `rclone serve webdav` over the same files")
     args = parser.parse_args()
+    if args.peer == "rclone" and shutil.which("rclone") is None:
+        raise SystemExit("--peer rclone: rclone is not installed")
+    sys.path.insert(0, str(REPO))
+    from bench.harness import bench_database
     with bench_database("hf_bench_dav") as url:
-        run(url, args.notes)
+        run(url, args.notes, args.creates, args.runs, args.peer)
 
 
 if __name__ == "__main__":

@@ -19,18 +19,20 @@ ENV = "HOSTFINDER_BENCH_DATABASE_URL"
 
 
 @contextmanager
-def bench_database(name: str, *, durable: bool = False) -> Iterator[str]:
+def bench_database(name: str, *, durable: bool = False,
+                   settings: dict[str, str] | None = None) -> Iterator[str]:
     """The conninfo of a new migrated database ``name``: on the server at $HOSTFINDER_BENCH_DATABASE_URL
     (a role that may create databases) when set, else on a private PostgreSQL in a temp dir under
     /tmp (traversable by the server user when we are root). ``durable`` keeps fsync on, so write
     rates include the commit's flush as in production; otherwise the server runs as the test suite's
-    does, and both sides of every ratio share the same setting."""
+    does, and both sides of every ratio share the same setting. ``settings`` are extra server options
+    for the private PostgreSQL (e.g. shared_preload_libraries for pg_stat_statements)."""
     server_url = os.environ.get(ENV)
     pg = data_dir = None
     if not server_url:
         data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-bench-pg-", dir="/tmp"))
-        settings = {} if durable else {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
-        pg = EmbeddedPostgres(data_dir, settings=settings)
+        options = {} if durable else {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+        pg = EmbeddedPostgres(data_dir, settings={**options, **(settings or {})})
         server_url = pg.start()
     dbname = f"{name}_{os.getpid()}"
     try:

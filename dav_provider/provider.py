@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, quote
 from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
 from wsgidav.dav_provider import DAVProvider
 
-from dav_provider import headers
+from dav_provider import headers, propfind
 from dav_provider.locks import reset_request_cache
 from dav_provider.resources import NODES, FileResource, FolderResource, resource_for, store_call
 from dav_provider.view import render_note
@@ -100,6 +100,10 @@ class HostDAVProvider(DAVProvider):
             raise DAVError(HTTP_FORBIDDEN, context_info="PROPFIND with Depth: infinity is not supported; "
                            "list one folder at a time with Depth: 1",
                            err_condition=PRECONDITION_CODE_PropfindFiniteDepth)
+        if method == "PROPFIND":
+            fast = propfind.answer(self, environ, start_response)  # a folder's listing, or None
+            if fast is not None:
+                return fast
         if method == "GET" and "html" in parse_qs(environ.get("QUERY_STRING", "")).get("view", []):
             return self._html_view(environ, start_response, default_handler)
         return default_handler(environ, start_response)

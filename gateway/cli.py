@@ -58,6 +58,7 @@ def config_from(args: argparse.Namespace) -> Config:
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.demo import ensure_demo
     from gateway.server import Gateway, make_server
+    from gateway.workers import default_workers, serve_workers
 
     config = config_from(args)
     try:
@@ -71,6 +72,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for f in (config.tls_cert, config.tls_key):
         if f and not Path(f).is_file():
             raise CommandError(f"cannot read {f}: give the path of a PEM file")
+    workers = default_workers() if args.workers is None else args.workers
+    if workers < 1:
+        raise CommandError(f"--workers {workers}: give a number of processes of 1 or more")
+    if workers > 1:  # processes sharing one socket and one PostgreSQL (gateway/workers.py)
+        return serve_workers(config, workers, announce=_announce, ensure_demo=ensure_demo)
 
     # Bind first: a port in use should fail before anything is started or created.
     server = make_server(_starting, config.host, config.port, threads=config.threads,
@@ -264,7 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the gateway. Without a database URL it starts a private PostgreSQL "
                                    "in --data-dir and stops it on exit.")
     p.add_argument("--bind", default=DEFAULT_BIND, metavar="HOST:PORT", help=f"where to listen (default {DEFAULT_BIND})")
-    p.add_argument("--threads", type=int, default=16, help="worker threads (default 16)")
+    p.add_argument("--threads", type=int, default=16, help="threads per worker process (default 16)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes answering on the one port, each with its own threads and database pool "
+                        "(default: the number of cores; 1 runs everything in this process)")
     p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve HTTPS with this certificate (Windows Explorer needs HTTPS for Basic)")
     p.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's private key")
     p.add_argument("--no-demo", action="store_true", help="do not create the demo organisation on an empty store")

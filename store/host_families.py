@@ -128,9 +128,9 @@ def _dir(name: str, created: datetime, *, writable: bool = False) -> dict:
 def _notes(conn: Conn, org: int | None, level: Level, owner: int | None) -> list[dict]:
     guild, agent = _owner_cols(level, owner)
     rows = conn.execute(
-        f"SELECT {_FILE_COLS} FROM artifacts WHERE org_id = %s AND level = %s AND guild_id IS NOT DISTINCT FROM %s"
-        " AND agent_id IS NOT DISTINCT FROM %s AND kind = 'note' AND deleted_at IS NULL ORDER BY key",
-        (org, level, guild, agent)).fetchall()
+        f"SELECT {_FILE_COLS} FROM artifacts WHERE org_id = %(org_id)s AND {notes.owner_where(level)}"
+        " AND kind = 'note' AND deleted_at IS NULL ORDER BY key",
+        {"org_id": org, "guild_id": guild, "agent_id": agent}).fetchall()
     return [{**r, "kind": "note"} for r in rows]
 
 

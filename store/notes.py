@@ -47,8 +47,6 @@ from store.tools import Arg, tool
 
 MAX_CONTENT_BYTES = 262_144  # 256 KB of UTF-8 per write
 OWNER_CAP = 10_000           # live artifacts per owner, records excepted
-# Advisory-lock namespace for one owner's artifact count: "OWN".
-_OWNER_LOCK_NS = 0x4F574E
 
 NoteRef = tuple[int, str, "int | None", str]  # (org_id, level, owner_id, key)
 
@@ -112,11 +110,37 @@ def _owner(level: str, owner_id: int | None) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _owner_where(level: str) -> str:
-    # Fixed fragments per level, so the query stays on the artifacts_live_owner index.
-    return {"agent": "level = 'agent' AND agent_id = %(agent_id)s",
-            "guild": "level = 'guild' AND guild_id = %(guild_id)s",
-            "org": "level = 'org' AND kind <> 'object'"}[level]
+def owner_where(level: str) -> str:
+    """The WHERE fragment naming one owner's rows (parameters %(guild_id)s, %(agent_id)s), after
+    ``org_id = %(org_id)s``. Every column of the artifacts_live_owner index prefix is fixed, so a
+    listing reads that owner's index range and nothing of the organisation's other owners (a
+    ``guild_id IS NOT DISTINCT FROM`` is not indexable and read every guild's notes)."""
+    return {"agent": "level = 'agent' AND guild_id IS NULL AND agent_id = %(agent_id)s",
+            "guild": "level = 'guild' AND guild_id = %(guild_id)s AND agent_id IS NULL",
+            "org": "level = 'org' AND guild_id IS NULL AND agent_id IS NULL"}[level]
+
+
+def _owner_key(level: str, owner_id: int | None) -> int:
+    """The owner's id in owner_counts: the guild or agent id, 0 for the organisation."""
+    return 0 if level == "org" else int(owner_id or 0)
+
+
+# The owner's counter row (sql/011_owner_counts.sql), locked: creates and moves into one owner queue
+# here, and a transaction that waited reads the count its predecessor left.
+_LOCK_OWNER_COUNT = """SELECT live FROM owner_counts
+                        WHERE org_id = %(org_id)s AND level = %(level)s AND owner_id = %(owner)s FOR UPDATE"""
+
+_INSERT_UNDER_CAP = f"""
+    WITH n AS ({_LOCK_OWNER_COUNT}),
+         ins AS (
+           INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
+                                  content, content_json, created_by, updated_by, created_at, updated_at)
+           SELECT %(org_id)s, %(kind)s, %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
+                  %(path)s, %(content)s, %(json)s::jsonb, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
+            WHERE coalesce((SELECT live FROM n), 0) < %(cap)s
+           ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
+           RETURNING {{columns}})
+    SELECT coalesce((SELECT live FROM n), 0) AS owner_count, ins.* FROM (VALUES (1)) AS v LEFT JOIN ins ON true"""
 
 
 def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
@@ -124,28 +148,16 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
                     content_json: str | None = None, columns: str = NOTE_COLUMNS) -> dict | None:
     """Create a live artifact under the per-owner cap, or None if a live row took the path first.
 
-    The owner's advisory lock serialises creates, and the count runs in the next statement so its
-    snapshot sees every create committed before the lock was granted."""
+    One statement whatever the owner holds: it locks the owner's counter row and inserts only
+    below the cap; the trigger of sql/011_owner_counts.sql adds the new row to the count in the
+    same transaction. Without a counter row the owner holds nothing yet (the first insert makes
+    it), so there is nothing to race for until the cap is near."""
     guild_id, agent_id = _owner(level, owner_id)
-    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                 (_OWNER_LOCK_NS, f"{org_id}/{level}/{owner_id}"))
     row = conn.execute(
-        f"""WITH n AS (SELECT count(*) AS n FROM artifacts
-                        WHERE org_id = %(org_id)s AND {_owner_where(level)} AND deleted_at IS NULL),
-                 ins AS (
-                   INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
-                                          content, content_json, created_by, updated_by,
-                                          created_at, updated_at)
-                   SELECT %(org_id)s, %(kind)s, %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
-                          %(path)s, %(content)s, %(json)s::jsonb, %(by)s, %(by)s,
-                          clock_timestamp(), clock_timestamp()
-                     FROM n WHERE n.n < %(cap)s
-                   ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
-                   RETURNING {columns})
-            SELECT (SELECT n FROM n) AS owner_count, ins.* FROM (VALUES (1)) AS v LEFT JOIN ins ON true""",
+        _INSERT_UNDER_CAP.format(columns=columns),
         {"org_id": org_id, "kind": kind, "level": level, "guild_id": guild_id, "agent_id": agent_id,
-         "key": key, "path": display_path, "content": content, "json": content_json, "by": actor.name,
-         "cap": OWNER_CAP}).fetchone()
+         "owner": _owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
+         "json": content_json, "by": actor.name, "cap": OWNER_CAP}).fetchone()
     if row["id"] is None and row["owner_count"] >= OWNER_CAP:
         where = display_path.rsplit("/", 1)[0] + "/"
         raise LimitReached(
@@ -278,7 +290,7 @@ def list_notes(conn: Conn, org_id: int, level: str, owner_id: int | None) -> lis
     guild_id, agent_id = _owner(level, owner_id)
     return conn.execute(
         f"""SELECT {NOTE_COLUMNS}, octet_length(content) AS size FROM artifacts
-             WHERE org_id = %(org_id)s AND {_owner_where(level)} AND kind = 'note' AND deleted_at IS NULL
+             WHERE org_id = %(org_id)s AND {owner_where(level)} AND kind = 'note' AND deleted_at IS NULL
              ORDER BY key""", {"org_id": org_id, "guild_id": guild_id, "agent_id": agent_id}).fetchall()
 
 
@@ -350,11 +362,9 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
         _retire(conn, replaced["id"], actor)  # before the count below: the move takes its place
     d_guild, d_agent = _owner(d_level, d_owner)
     if (s_level, s_owner) != (d_level, d_owner):
-        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                     (_OWNER_LOCK_NS, f"{d_org}/{d_level}/{d_owner}"))
-        n = conn.execute(f"SELECT count(*) AS n FROM artifacts WHERE org_id = %(org_id)s AND "
-                         f"{_owner_where(d_level)} AND deleted_at IS NULL",
-                         {"org_id": d_org, "guild_id": d_guild, "agent_id": d_agent}).fetchone()["n"]
+        counted = conn.execute(_LOCK_OWNER_COUNT, {"org_id": d_org, "level": d_level,
+                                                   "owner": _owner_key(d_level, d_owner)}).fetchone()
+        n = counted["live"] if counted else 0
         if n >= OWNER_CAP:
             raise LimitReached(f"cannot move {s_path} to {d_path}: the destination already holds {n:,} live "
                                f"files, the limit is {OWNER_CAP:,} per owner; delete files there first")

@@ -1,0 +1,148 @@
+"""Issue 14: a request's cost does not grow with the store, and the owner cap stays exact.
+
+Cost is measured as PostgreSQL buffers touched (EXPLAIN ANALYZE BUFFERS of the statement the store
+runs), which is deterministic on a shared machine where times are not: the same request must
+touch about the same pages whether the owner or the organisation holds ten notes or thousands."""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from conftest import insert_notes
+from store import admin, host_families, notes
+from store.access import SYSTEM
+from store.db import Database
+from store.errors import LimitReached
+
+
+def _buffers(db: Database, statement: str, params: dict[str, Any]) -> int:
+    """Shared buffers (hit + read) the statement touches, run for real and rolled back."""
+    with db.connection() as conn:
+        conn.execute("BEGIN")
+        try:
+            plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
+        finally:
+            conn.execute("ROLLBACK")
+    top = (plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"]))[0]
+    return top["Plan"]["Shared Hit Blocks"] + top["Plan"]["Shared Read Blocks"]  # inclusive of sub-plans
+
+
+def _settle(db: Database) -> None:
+    """What autovacuum does after a bulk load: statistics, and the dead versions of the counter
+    rows that a 9 000-row seed in one statement leaves (one per row, as every create leaves one,
+    which HOT pruning and vacuum remove)."""
+    with db.connection() as conn:
+        conn.execute("VACUUM ANALYZE owner_counts")
+        conn.execute("ANALYZE artifacts")
+
+
+def _live(db: Database, org: int, level: str, owner: int) -> int:
+    with db.connection() as conn:
+        row = conn.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = %s AND owner_id = %s",
+                           (org, level, owner)).fetchone()
+    return row["live"] if row else 0
+
+
+def _counted(db: Database, org: int, level: str, owner: int | None) -> int:
+    guild, agent = (owner, None) if level == "guild" else (None, owner) if level == "agent" else (None, None)
+    with db.connection() as conn:
+        return conn.execute(f"SELECT count(*) AS n FROM artifacts WHERE org_id = %(org_id)s AND "
+                            f"{notes.owner_where(level)} AND deleted_at IS NULL AND kind <> 'object'",
+                            {"org_id": org, "guild_id": guild, "agent_id": agent}).fetchone()["n"]
+
+
+def _create_params(org: int, guild: int, key: str) -> dict[str, Any]:
+    return {"org_id": org, "kind": "note", "level": "guild", "guild_id": guild, "agent_id": None, "owner": guild,
+            "key": key, "path": f"org/{org}/guilds/{guild}/{key}", "content": "x", "json": None, "by": "t",
+            "cap": notes.OWNER_CAP}
+
+
+def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot) -> None:
+    org = boot["org_id"]
+    empty = admin.create_guild(db, org_id=org, name="empty")["id"]
+    full = admin.create_guild(db, org_id=org, name="full")["id"]
+    insert_notes(db, org, "guild", empty, ["x"])
+    insert_notes(db, org, "guild", full, ["x"] * 9_000)
+    _settle(db)
+    statement = notes._INSERT_UNDER_CAP.format(columns=notes.NOTE_COLUMNS)
+    first = _buffers(db, statement, _create_params(org, empty, "new.md"))
+    nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
+    # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What is
+    # left is the indexes' depth (one more level at 9 000 entries), not the folder's size.
+    assert nine_thousandth <= first + 12, (first, nine_thousandth)
+
+
+def test_listing_a_folder_reads_nothing_of_the_other_folders(db, boot) -> None:
+    org, guild = boot["org_id"], boot["guild_id"]
+    insert_notes(db, org, "guild", guild, ["x"] * 10)
+    statement = ("SELECT key FROM artifacts WHERE org_id = %(org_id)s AND " + notes.owner_where("guild")
+                 + " AND kind = 'note' AND deleted_at IS NULL ORDER BY key")
+    params = {"org_id": org, "guild_id": guild, "agent_id": None}
+    _settle(db)
+    alone = _buffers(db, statement, params)
+    other = admin.create_guild(db, org_id=org, name="other")["id"]
+    insert_notes(db, org, "guild", other, ["x"] * 8_000)
+    insert_notes(db, org, "org", None, ["x"] * 2_000)
+    _settle(db)
+    crowded = _buffers(db, statement, params)
+    assert crowded <= alone + 4, (alone, crowded)
+    # and the tree lists exactly that folder
+    with db.connection() as conn:
+        rows = host_families._notes(conn, org, "guild", guild)
+    assert [r["name"] for r in rows] == sorted(f"n{i}.md" for i in range(1, 11))
+
+
+def test_the_owner_count_follows_creates_deletes_moves_and_cascades(db, boot) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    insert_notes(db, org, "guild", guild, ["x"] * 5)
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "a.md", "x", SYSTEM)
+        notes.write_note(conn, org, "guild", guild, "a.md", "y", SYSTEM)  # an update counts nothing
+        notes.write_note(conn, org, "org", None, "o.md", "x", SYSTEM)
+    assert _live(db, org, "guild", guild) == 6 == _counted(db, org, "guild", guild)
+    with db.transaction() as conn:
+        notes.delete_note(conn, org, "guild", guild, "n1.md", SYSTEM)
+        notes.move_note(conn, (org, "guild", guild, "n2.md"), (org, "agent", agent, "n2.md"), SYSTEM, replace=False)
+        notes.move_note(conn, (org, "guild", guild, "n3.md"), (org, "guild", guild, "m3.md"), SYSTEM, replace=False)
+    assert _live(db, org, "guild", guild) == 4 == _counted(db, org, "guild", guild)
+    assert _live(db, org, "agent", agent) == _counted(db, org, "agent", agent) >= 1
+    assert _live(db, org, "org", 0) == 1 == _counted(db, org, "org", None)
+    # A rolled-back create leaves the count as it was.
+    with pytest.raises(RuntimeError), db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "gone.md", "x", SYSTEM)
+        raise RuntimeError
+    assert _live(db, org, "guild", guild) == 4
+    # Deleting the guild removes its notes by cascade, and the count with them.
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM guilds WHERE id = %s", (guild,))
+    assert _live(db, org, "guild", guild) == 0
+
+
+def test_concurrent_creates_at_the_cap_stop_exactly_at_it(db, boot) -> None:
+    org, guild = boot["org_id"], boot["guild_id"]
+    insert_notes(db, org, "guild", guild, ["x"] * (notes.OWNER_CAP - 3))
+    outcomes: list[str] = []
+    gate = threading.Barrier(12)
+
+    def create(i: int) -> None:
+        gate.wait()
+        try:
+            with db.transaction() as conn:
+                notes.write_note(conn, org, "guild", guild, f"race{i}.md", "x", SYSTEM)
+            outcomes.append("created")
+        except LimitReached as exc:
+            outcomes.append(exc.message)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert outcomes.count("created") == 3
+    refused = [o for o in outcomes if o != "created"]
+    assert len(refused) == 9 and all("already holds 10,000 live files, the limit is 10,000 per owner" in o
+                                     for o in refused)
+    assert _counted(db, org, "guild", guild) == notes.OWNER_CAP == _live(db, org, "guild", guild)

@@ -1,0 +1,124 @@
+"""`hostfinder serve --workers N`: several processes answer on one port over one PostgreSQL, share
+what gateways share (a lock taken through one is honoured by the other), and SIGTERM stops them
+all and PostgreSQL with them."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import requests
+
+from tests.test_cli import Serve, data_dir, postgres_processes  # noqa: F401  (data_dir is a fixture)
+
+LOCK_BODY = (b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope>'
+             b'<D:locktype><D:write/></D:locktype><D:owner>test</D:owner></D:lockinfo>')
+
+
+class Workers(Serve):
+    """`hostfinder serve` whose stderr (the access log) is kept for the test to read."""
+
+    stderr = ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        _, self.stderr = self.proc.communicate(timeout=60)
+        return self.proc.returncode
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and ") Z " not in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_two_workers_answer_share_locks_and_stop_together(data_dir: Path) -> None:
+    s = Workers("--data-dir", str(data_dir), "--workers", "2")
+    try:
+        _, out = s.wait_ready(timeout=60)
+        email, password = out.split("Log in as ")[1].split("\n")[0].split(" with password ")
+        workers = [p for p in _children(s.proc.pid) if "postgres" not in Path(f"/proc/{p}/cmdline").read_text()]
+        assert len(workers) == 2, workers
+
+        # Many short connections at once: each is accepted by whichever worker is free.
+        failures: list[int] = []
+
+        def client() -> None:
+            for _ in range(8):
+                r = requests.get(f"{s.url}/api/health", headers={"Connection": "close"}, timeout=10)
+                if r.status_code != 200:
+                    failures.append(r.status_code)
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == []
+
+        # A lock taken through one connection holds on every other, whichever worker answers.
+        dav = f"{s.url}/dav/org/1/guilds/1/locked.md"
+        first = requests.Session()
+        first.auth = (email, password)
+        assert first.put(dav, data=b"v1").status_code == 201
+        assert first.request("LOCK", dav, data=LOCK_BODY).status_code == 200
+        for _ in range(6):
+            other = requests.put(dav, data=b"v2", auth=(email, password), headers={"Connection": "close"})
+            assert other.status_code == 423
+    finally:
+        code = s.stop()  # SIGTERM to the supervisor
+    assert code == 0
+    assert not any(_alive(p) for p in workers), "SIGTERM must stop every worker"
+    assert postgres_processes(data_dir) == [], "and PostgreSQL, started once, with them"
+    served_by = set(re.findall(r"\[worker (\d)/2 pid \d+\] hostfinder\.access: GET /api/health 200",
+                               s.stderr))
+    assert served_by == {"1", "2"}, "both workers answered requests"
+
+
+def test_a_worker_that_dies_is_replaced(data_dir: Path) -> None:
+    s = Workers("--data-dir", str(data_dir), "--workers", "2", "--no-demo")
+    try:
+        s.wait_ready(timeout=60)
+        before = [p for p in _children(s.proc.pid) if "postgres" not in Path(f"/proc/{p}/cmdline").read_text()]
+        os.kill(before[0], signal.SIGKILL)
+        for _ in range(100):
+            now = [p for p in _children(s.proc.pid) if _alive(p)
+                   and "postgres" not in Path(f"/proc/{p}/cmdline").read_text()]
+            if len(now) == 2 and before[0] not in now:
+                break
+            threading.Event().wait(0.1)
+        assert len(now) == 2 and before[0] not in now
+        for _ in range(10):
+            assert requests.get(f"{s.url}/api/health", headers={"Connection": "close"}, timeout=10).status_code == 200
+    finally:
+        assert s.stop() == 0
+    assert postgres_processes(data_dir) == []
+
+
+def test_the_shared_socket_has_cheroots_options() -> None:
+    """Made by cheroot's own bind(): TCP_NODELAY above all, without which every response written
+    in two parts waits for the client's delayed ACK (40 ms a request)."""
+    import socket
+
+    from gateway.server import make_server
+    from gateway.workers import listen
+
+    sock = listen(make_server(lambda e, s: [], "127.0.0.1", 0))
+    try:
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        with socket.create_connection(sock.getsockname()[:2]):
+            accepted, _ = sock.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        sock.close()
