@@ -10,6 +10,11 @@ fresh-ish, because of two rules:
 - A read that raced with any invalidation does not store its result: ``generation`` is taken
   before the query and ``put`` drops the entry if an invalidation happened meanwhile.
 
+A write made in this process arrives twice: first in-process, then as its NOTIFY copy. The copy
+carries nothing new (every read that started after the first one saw the commit), so it is
+skipped by its change id; otherwise it would evict what a listing fetched in between and turn the
+next read into a query for no reason.
+
 While the LISTEN connection is down the cache is off (every read goes to the database), and it
 starts empty again when the connection comes back, so missed events cannot leave stale entries.
 Entries also expire after ``max_age`` seconds as a backstop for changes that publish no event
@@ -45,12 +50,15 @@ class FileCache:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._unsubscribe = None
+        # Change ids of this process's own writes, already applied, whose NOTIFY copy is still to
+        # come. Bounded: a copy that never comes (the LISTEN connection was down) ages out.
+        self._applied_here: OrderedDict[int, None] = OrderedDict()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> FileCache:
         """Follow change events in a daemon thread; the cache turns on once LISTEN is in place."""
-        self._unsubscribe = subscribe_local(self._on_event)
+        self._unsubscribe = subscribe_local(self._on_local_event)
         self._thread = threading.Thread(target=self._follow, name="hostfinder-filecache", daemon=True)
         self._thread.start()
         return self
@@ -79,7 +87,7 @@ class FileCache:
                 self._set_live(True)
                 while not self._stop.is_set():
                     for event in listener.wait(0.5):
-                        self._on_event(event)
+                        self._on_notified_event(event)
             except psycopg.Error as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 if self._live:
@@ -142,6 +150,26 @@ class FileCache:
         if old is not None:
             self._bytes -= len(old[2])
 
-    def _on_event(self, event: Event) -> None:
+    _APPLIED_MAX = 4096
+
+    def _on_local_event(self, event: Event) -> None:
+        change_id = event.get("change_id")
+        if isinstance(change_id, int):
+            with self._lock:
+                self._applied_here[change_id] = None
+                while len(self._applied_here) > self._APPLIED_MAX:
+                    self._applied_here.popitem(last=False)
+        self._invalidate_event(event)
+
+    def _on_notified_event(self, event: Event) -> None:
+        change_id = event.get("change_id")
+        if isinstance(change_id, int):
+            with self._lock:
+                if change_id in self._applied_here:
+                    del self._applied_here[change_id]
+                    return  # the NOTIFY copy of a write this process already applied
+        self._invalidate_event(event)
+
+    def _invalidate_event(self, event: Event) -> None:
         for path in tree_paths(event):
             self.invalidate(path)

@@ -108,3 +108,36 @@ def test_listing_a_folder_brings_its_notes_into_the_cache(db, boot) -> None:
         assert HostTree(db, principal, cache=cache).read(f"{folder}/n1.md") == b"changed"
     finally:
         cache.stop()
+
+
+def test_the_notify_copy_of_this_process_own_write_does_not_evict_what_was_read_since(db, boot) -> None:
+    """A write in this process is applied at once in-process; its NOTIFY copy, arriving later, must
+    not evict what a listing fetched in between (the next read would be a query for nothing)."""
+    import json
+
+    import psycopg
+
+    from store.events import CHANNEL
+    from store.host import HostTree
+    cache = FileCache(db.conninfo).start()
+    try:
+        assert cache.wait_live()
+        principal = Door(db).basic(boot["email"], boot["password"])
+        tree = HostTree(db, principal, cache=cache)
+        folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+        tree.write(f"{folder}/kept.md", b"kept")
+        tree.list(folder)
+        assert cache.get(f"{folder}/kept.md")[1] == b"kept"
+        # A sentinel notified after the write's commit: once the follower has dropped it, it has
+        # also handled the write's own NOTIFY copy, which PostgreSQL delivered before it.
+        sentinel = f"{folder}/sentinel.md"
+        cache.put(sentinel, None, b"x", cache.generation)
+        with psycopg.connect(db.conninfo, autocommit=True) as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps({"display_path": sentinel})))
+        deadline = time.monotonic() + 10
+        while cache.get(sentinel) is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert cache.get(sentinel) is None, "the follower never handled the sentinel"
+        assert cache.get(f"{folder}/kept.md")[1] == b"kept"
+    finally:
+        cache.stop()
