@@ -14,7 +14,7 @@ from wsgidav.dav_provider import DAVProvider
 
 from dav_provider import headers
 from dav_provider.locks import reset_request_cache
-from dav_provider.resources import NODES, FileResource, FolderResource, resource_for, store_call
+from dav_provider.resources import CREATED, NODES, FileResource, FolderResource, resource_for, store_call
 from dav_provider.view import render_note
 from store import properties
 from store.access import PRINCIPAL_KEY
@@ -102,6 +102,8 @@ class HostDAVProvider(DAVProvider):
                            err_condition=PRECONDITION_CODE_PropfindFiniteDepth)
         if method == "GET" and "html" in parse_qs(environ.get("QUERY_STRING", "")).get("view", []):
             return self._html_view(environ, start_response, default_handler)
+        if method in ("COPY", "MOVE"):
+            return default_handler(environ, _created_when_new(environ, start_response))
         return default_handler(environ, start_response)
 
     def _check_proppatch(self, environ: dict[str, Any]) -> None:
@@ -128,3 +130,12 @@ class HostDAVProvider(DAVProvider):
 
 def _raise(exc: StoreError) -> None:
     raise exc
+
+
+def _created_when_new(environ: dict[str, Any], start_response: Callable[..., Any]) -> Callable[..., Any]:
+    """MOVE/COPY to a name that did not exist: 201 Created, not WsgiDAV's fixed 204."""
+    def wrapped(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
+        if status.startswith("204") and environ.get(CREATED):
+            status = "201 Created"
+        return start_response(status, headers, *exc_info)
+    return wrapped

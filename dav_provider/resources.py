@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NODES = "hostfinder.nodes"
+CREATED = "hostfinder.created"
 READ_ONLY_KINDS = ("history", "collection_json", "record")
 
 
@@ -71,16 +72,24 @@ class _Common:
         return True
 
     def handle_move(self, dest_path: str) -> bool:
+        self._note_created(dest_path)
         forget_nodes(self.environ)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
         store_call(tree_of(self.environ).move, self.path, dest_path, overwrite=overwrite)
         return True
 
     def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
+        self._note_created(dest_path)
         forget_nodes(self.environ)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
         store_call(tree_of(self.environ).copy, self.path, dest_path, overwrite=overwrite)
         return True
+
+    def _note_created(self, dest_path: str) -> None:
+        """WsgiDAV answers 204 to every handled MOVE/COPY; RFC 4918 9.8.5/9.9.4 want 201 when the
+        destination is new. The provider's response wrapper reads this mark (CREATED)."""
+        dest = self.provider.get_resource_inst(dest_path, self.environ)  # type: ignore[attr-defined]
+        self.environ[CREATED] = dest is None or dest.node is None  # nothing, or a locked name not yet written
 
     def support_recursive_delete(self) -> bool:
         return True
