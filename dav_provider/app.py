@@ -6,7 +6,7 @@ from typing import Any
 from wsgidav.wsgidav_app import WsgiDAVApp
 
 from dav_provider.auth import StoreDomainController
-from dav_provider.locks import PgLockStorage
+from dav_provider.locks import HostLockManager, PgLockStorage
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
@@ -35,4 +35,10 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
         "lock_storage": PgLockStorage(db),
         "property_manager": PgPropertyManager(db),
     }
-    return WsgiDAVApp(config)
+    app = WsgiDAVApp(config)
+    # WsgiDAV builds its own LockManager over the storage; ours adds RFC 4918's shared-lock rule.
+    manager = HostLockManager(app.lock_manager.storage)
+    app.lock_manager = manager
+    for provider in app.provider_map.values():
+        provider.set_lock_manager(manager)
+    return app

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
+from wsgidav import util as wsgidav_util
 from wsgidav.dav_provider import DAVProvider
 
 from dav_provider import headers
@@ -94,6 +95,8 @@ class HostDAVProvider(DAVProvider):
             headers.normalize_range(environ, res.node.size if isinstance(res, FileResource) and res.node else None)
         elif method == "PROPPATCH":
             self._check_proppatch(environ)
+        elif method == "DELETE":
+            self._check_unlocked(environ)
         if method == "PROPFIND" and environ.get("HTTP_DEPTH", "infinity").strip().lower() == "infinity":
             # Depth infinity over thousands of notes is a denial of service; RFC 4918 9.1 lets a
             # server refuse it with this precondition. Clients fall back to depth 1.
@@ -105,6 +108,19 @@ class HostDAVProvider(DAVProvider):
         if method in ("COPY", "MOVE"):
             return default_handler(environ, _created_when_new(environ, start_response))
         return default_handler(environ, start_response)
+
+    def _check_unlocked(self, environ: dict[str, Any]) -> None:
+        """DELETE: WsgiDAV checks only the parent folder's locks (depth 0), so a locked note was
+        deleted by anyone. RFC 4918 9.6.1: the resource and, for a folder, its members must not be
+        locked without the token in the If header: 423 and nothing changes."""
+        res = self.get_resource_inst(environ["PATH_INFO"], environ)
+        if res is None or self.lock_manager is None:
+            return
+        if "wsgidav.conditions.if" not in environ:
+            wsgidav_util.parse_if_header_dict(environ)
+        self.lock_manager.check_write_permission(url=res.get_ref_url(), depth="infinity",
+                                                 token_list=environ["wsgidav.ifLockTokenList"],
+                                                 principal=environ.get("wsgidav.user_name"))
 
     def _check_proppatch(self, environ: dict[str, Any]) -> None:
         """Refuse a PROPPATCH as a whole (403 and the sentence) where properties cannot go, rather
