@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
 from wsgidav import util as wsgidav_util
@@ -58,7 +58,7 @@ class HostDAVProvider(DAVProvider):
             node = tree.stat(path)
         except NotFound:
             return self._lock_null(path, environ)
-        except StoreError as exc:
+        except Exception as exc:
             store_call(_raise, exc)
             raise
         # WsgiDAV resolves a path several times per request (the dir browser, the request
@@ -90,6 +90,9 @@ class HostDAVProvider(DAVProvider):
         headers.check_if(environ)
         if method in ("COPY", "MOVE"):
             headers.check_destination(environ)
+            self._check_destination(environ)
+        elif method in ("PUT", "MKCOL", "LOCK"):
+            self._check_parent(environ)
         elif method in ("GET", "HEAD") and "HTTP_RANGE" in environ:
             res = self.get_resource_inst(environ["PATH_INFO"], environ)
             headers.normalize_range(environ, res.node.size if isinstance(res, FileResource) and res.node else None)
@@ -108,6 +111,30 @@ class HostDAVProvider(DAVProvider):
         if method in ("COPY", "MOVE"):
             return default_handler(environ, _created_when_new(environ, start_response))
         return default_handler(environ, start_response)
+
+    def _check_parent(self, environ: dict[str, Any]) -> None:
+        """A new name in a folder this user cannot see (another organisation's, or none): 404 with
+        the tree's sentence, as for anything else there; WsgiDAV would answer 409 "PUT parent must
+        be a collection", telling that the folder exists."""
+        path = environ["PATH_INFO"]
+        tree = self.tree(environ)
+        if tree is None or self.get_resource_inst(path, environ) is not None:
+            return
+        parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
+        store_call(tree.stat, parent)
+
+    def _check_destination(self, environ: dict[str, Any]) -> None:
+        """MOVE/COPY: the destination must be a file name in a folder this user can see. The root
+        or a layout folder as the destination is the tree's 403 sentence (WsgiDAV answered 500 or
+        502), another organisation's folder its 404."""
+        tree = self.tree(environ)
+        if tree is None:
+            return
+        mount = environ.get("SCRIPT_NAME", "").rstrip("/")
+        dest = unquote(urlsplit(environ["HTTP_DESTINATION"].strip()).path)[len(mount):]
+        parent = dest.rstrip("/").rsplit("/", 1)[0] or "/"
+        store_call(tree.stat, parent)
+        store_call(tree.check_write, dest)
 
     def _check_unlocked(self, environ: dict[str, Any]) -> None:
         """DELETE: WsgiDAV checks only the parent folder's locks (depth 0), so a locked note was
@@ -144,7 +171,7 @@ class HostDAVProvider(DAVProvider):
         return [body]
 
 
-def _raise(exc: StoreError) -> None:
+def _raise(exc: BaseException) -> None:
     raise exc
 
 

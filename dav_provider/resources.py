@@ -11,9 +11,10 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from wsgidav.dav_error import DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
-from dav_provider.errors import dav_error
+from dav_provider.errors import dav_error, internal_error
 from store.errors import StoreError
 from store.host import HostTree, Node
 
@@ -27,11 +28,16 @@ READ_ONLY_KINDS = ("history", "collection_json", "record")
 
 
 def store_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run one tree call; a store refusal becomes the DAVError of dav_provider.errors."""
+    """Run one tree call; a store refusal becomes the DAVError of dav_provider.errors, and anything
+    else a logged 500 whose body is a sentence (never the exception or a driver's message)."""
     try:
         return fn(*args, **kwargs)
-    except StoreError as exc:
+    except (StoreError, DAVError) as exc:
+        if isinstance(exc, DAVError):
+            raise
         raise dav_error(exc) from exc
+    except Exception as exc:
+        raise internal_error(exc) from None
 
 
 def tree_of(environ: dict[str, Any]) -> HostTree:
@@ -190,6 +196,13 @@ class FileResource(_Common, DAVNonCollection):
 
     def get_etag(self) -> str | None:
         return self.node.etag.strip('"') if self.node else None
+
+    def get_property_value(self, name: str) -> Any:
+        # RFC 4918 15.6: getetag is the ETag header's value, quotes included; WsgiDAV sends the
+        # bare get_etag() here but adds the quotes in the header.
+        if name == "{DAV:}getetag" and self.node is not None:
+            return self.node.etag
+        return super().get_property_value(name)
 
     def support_etag(self) -> bool:
         return self.node is not None
