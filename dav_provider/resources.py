@@ -11,7 +11,7 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from wsgidav.dav_error import DAVError
+from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
 from dav_provider.errors import dav_error, internal_error
@@ -233,8 +233,17 @@ class FileResource(_Common, DAVNonCollection):
             if with_errors:
                 return  # a broken upload writes nothing
             env = self.environ
+            data = spool.data()
+            declared = env.get("CONTENT_LENGTH") or ""
+            if declared.isdigit() and len(data) < int(declared):
+                # The client went away mid-body (a phone losing its network): cheroot then ends
+                # the body early without an error. A part of a save is not a save.
+                raise DAVError(HTTP_BAD_REQUEST, context_info=(
+                    f"the body ended after {len(data)} of the {declared} bytes its Content-Length "
+                    "announced, so nothing was saved; the previous version is unchanged. Send the "
+                    "whole file again"))
             forget_nodes(env)
-            self.node = store_call(tree_of(env).write, self.path, spool.data(),
+            self.node = store_call(tree_of(env).write, self.path, data,
                                    if_match=env.get("HTTP_IF_MATCH"),
                                    if_none_match=env.get("HTTP_IF_NONE_MATCH", "").strip() == "*",
                                    if_unmodified_since=_http_date(env.get("HTTP_IF_UNMODIFIED_SINCE")))

@@ -94,3 +94,36 @@ def test_error_bodies_carry_no_exception_or_driver_message(dav: Dav, server: Any
     for r in (dav.put(f"{dav.g}/nul%00.md", "x"), dav.put(f"{dav.g}/a.md", b"\xff\xfe"),
               dav.req("PROPFIND", f"{dav.g}/", headers={"Depth": "1"}, data=b"<not xml")):
         assert "Source exception" not in r.text and "psycopg" not in r.text and "Error(" not in r.text, r.text
+
+
+def send_and_hang_up(server: Any, boot: dict[str, Any], path: str, head: str, body: bytes) -> None:
+    """A client that sends part of a PUT and loses its network (closes its side)."""
+    host = urlsplit(server.url)
+    with socket.create_connection((host.hostname, host.port), timeout=5) as s:
+        s.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {basic(boot)}\r\n{head}\r\n".encode() + body)
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):
+            pass
+
+
+@pytest.mark.parametrize("how", ["short", "chunked"])
+@pytest.mark.parametrize("exists", [True, False], ids=["existing", "new"])
+def test_an_interrupted_put_stores_nothing(dav: Dav, server: Any, boot: dict[str, Any], db: Database,
+                                           how: str, exists: bool) -> None:
+    from tests.test_dav import artifact
+    note = f"{dav.g}/phone.md"
+    if exists:
+        dav.put(note, "the whole previous text")
+    if how == "short":
+        send_and_hang_up(server, boot, "/dav/" + note, "Content-Length: 1000\r\n", b"only the first bytes")
+    else:
+        send_and_hang_up(server, boot, "/dav/" + note, "Transfer-Encoding: chunked\r\n",
+                         b"14\r\nonly the first bytes\r\n")
+    row = artifact(db, note)
+    if exists:
+        assert row["content"] == "the whole previous text" and row["version"] == 1
+    else:
+        assert row is None
+    # The same, complete, is saved.
+    assert dav.put(note, "complete").status_code in (201, 204)
+    assert dav.get(note).text == "complete"
