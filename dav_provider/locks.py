@@ -135,13 +135,33 @@ class PgLockStorage:
         return out
 
 
+# Advisory-lock key (pg_advisory_lock's one-bigint form) under which LOCK requests are granted,
+# so two gateway processes cannot both grant an exclusive lock on one path: "DAVLOCK".
+_ACQUIRE_KEY = 0x4441564C4F434B
+
+
 class HostLockManager(LockManager):
-    """WsgiDAV's LockManager with RFC 4918's rule for shared locks.
+    """WsgiDAV's LockManager, granting locks one at a time across gateway processes, with RFC
+    4918's rule for shared locks.
+
+    WsgiDAV serialises acquire() with a lock of its own process only; here each grant also holds a
+    PostgreSQL advisory lock and reads the live locks afresh, so a LOCK through another gateway
+    that won a moment earlier is seen.
 
     WsgiDAV asks a writer for the token of EVERY lock on the resource, so with two shared locks
     neither holder can write (RFC 4918 6.2 and 7: a shared lock lets each holder write with its own
     token). Here an exclusive lock still needs its own token, and each set of shared locks on one
     root needs the token of one of them, held by the same principal."""
+
+    def acquire(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        db = self.storage.db
+        with db.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (_ACQUIRE_KEY,))
+            try:
+                reset_request_cache()
+                return super().acquire(**kwargs)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_ACQUIRE_KEY,))
 
     def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
         errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)

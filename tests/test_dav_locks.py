@@ -139,3 +139,42 @@ def test_shared_locks_refresh_timeout_and_discovery(pair: tuple[Dav, Dav], db: D
         conn.execute("UPDATE path_leases SET expires_at = now() - interval '1 second'")
     assert holder.put(note, "after expiry").status_code == 204
     assert holder.req("UNLOCK", note, headers={"Lock-Token": a}).status_code in (404, 409)
+
+
+def test_two_gateways_do_not_both_grant_an_exclusive_lock(pair: tuple[Dav, Dav]) -> None:
+    import concurrent.futures
+    holder, other = pair
+    note = f"{holder.g}/race.md"
+    holder.put(note, "r")
+    for _ in range(5):
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda d: d.req("LOCK", note, data=lock_body(),
+                                                    headers={"Timeout": "Second-60", "Depth": "0"}),
+                                    (holder, other)))
+        statuses = sorted(r.status_code for r in results)
+        assert statuses == [200, 423], statuses
+        for r in results:
+            if r.status_code == 200:
+                d = holder if r is results[0] else other
+                assert d.req("UNLOCK", note, headers={"Lock-Token": r.headers["Lock-Token"]}).status_code == 204
+
+
+def test_a_failure_of_ours_is_logged_whole_and_answered_with_a_sentence(caplog: Any) -> None:
+    """What a WebDAV client receives when a store call fails unexpectedly (a driver error): a 500
+    with a sentence; the log keeps the traceback."""
+    import logging
+    from wsgidav.error_printer import ErrorPrinter
+
+    from dav_provider.app import PlainErrors
+
+    def failing(environ: dict, start_response: Any) -> Any:
+        raise RuntimeError("connection to server at 10.0.0.7 failed: password authentication failed")
+        yield b""
+
+    app = ErrorPrinter(None, PlainErrors(None, failing, {}), {})
+    seen: list[str] = []
+    with caplog.at_level(logging.ERROR):
+        body = b"".join(app({"REQUEST_METHOD": "GET", "PATH_INFO": "/x"}, lambda s, h, e=None: seen.append(s)))
+    assert seen == ["500 Internal Server Error"]
+    assert b"10.0.0.7" not in body and b"Source exception" not in body and b"logged" in body
+    assert "Traceback" in caplog.text and "10.0.0.7" in caplog.text
