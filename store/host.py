@@ -317,9 +317,10 @@ class HostTree:
 
     def move(self, src: str, dst: str, *, overwrite: bool = True) -> Node:
         """Rename in a folder or between agent, guild and organisation levels, in one transaction.
-        A side file moved over a note is one new version of that note (same identity, embeds and
-        history kept); a note moved to a side-file name (vim's rename-away save) stays in place and
-        a copy goes to the scratch area."""
+        A side file or a note moved over a note is one new version of that note (same identity,
+        embeds and history kept; a moved note's end is a 'delete'). A file moved to a side-file
+        name (a rename-away save) leaves a copy in the scratch area and stays in place, hidden
+        from this user until written again (store.scratch.hide), which is its next version."""
         return self._transfer(src, dst, overwrite=overwrite, is_move=True)
 
     def copy(self, src: str, dst: str, *, overwrite: bool = True) -> Node:
