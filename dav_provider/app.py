@@ -1,12 +1,21 @@
 """Builds the WsgiDAV application for /dav/ over the store."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from wsgidav.dav_error import DAVError
+from wsgidav.dir_browser import WsgiDavDirBrowser
+from wsgidav.error_printer import ErrorPrinter
+from wsgidav.http_authenticator import HTTPAuthenticator
+from wsgidav.mw.base_mw import BaseMiddleware
+from wsgidav.mw.cors import Cors
+from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
 from dav_provider.auth import StoreDomainController
-from dav_provider.locks import PgLockStorage
+from dav_provider.errors import internal_error
+from dav_provider.locks import HostLockManager, PgLockStorage
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
@@ -16,7 +25,48 @@ from store.filecache import FileCache
 MOUNT_PATH = "/dav"
 
 
-def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> WsgiDAVApp:
+class CompleteAnswers:
+    """The WsgiDAV app, with every answer complete. WsgiDAV 4.4's ``__call__`` is a generator, so
+    an error it answers before reaching a provider (a path climbing above /dav/) is ``return``-ed
+    and WSGI servers drop it: the client got the status and a Content-Length, never the body."""
+
+    def __init__(self, app: WsgiDAVApp) -> None:
+        self.app = app
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+        result = self.app(environ, start_response)
+        returned = yield from result
+        if returned is not None:
+            yield from returned
+
+
+class PlainErrors(BaseMiddleware):
+    """Sits below WsgiDAV's ErrorPrinter: an error body says what was wrong in a sentence, never
+    "Source exception: ..." with a parser's or a driver's message (WsgiDAV prints the exception it
+    wraps). A failure of ours is logged with its traceback and answered 500 with a sentence."""
+
+    def is_disabled(self) -> bool:
+        return False
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+        try:
+            returned = yield from self.next_app(environ, start_response)
+            if returned is not None:
+                yield from returned
+        except DAVError as exc:
+            if exc.src_exception is not None:
+                if exc.value >= 500:
+                    raise internal_error(exc.src_exception) from None
+                exc.src_exception = None
+            raise
+        except Exception as exc:
+            raise internal_error(exc) from None
+
+
+def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> CompleteAnswers:
     config: dict[str, Any] = {
         "mount_path": MOUNT_PATH,
         "provider_mapping": {"/": HostDAVProvider(db, cache=cache)},
@@ -28,6 +78,7 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
         },
         "hostfinder": {"door": door},
         "verbose": 1,
+        "middleware_stack": [Cors, ErrorPrinter, PlainErrors, HTTPAuthenticator, WsgiDavDirBrowser, RequestResolver],
         "logging": {"enable": False, "enable_loggers": []},
         # The gateway writes its own access log line per request.
         "dir_browser": {"enable": True, "response_trailer": "Host Finder"},
@@ -35,4 +86,10 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
         "lock_storage": PgLockStorage(db),
         "property_manager": PgPropertyManager(db),
     }
-    return WsgiDAVApp(config)
+    app = WsgiDAVApp(config)
+    # WsgiDAV builds its own LockManager over the storage; ours adds RFC 4918's shared-lock rule.
+    manager = HostLockManager(app.lock_manager.storage)
+    app.lock_manager = manager
+    for provider in app.provider_map.values():
+        provider.set_lock_manager(manager)
+    return CompleteAnswers(app)

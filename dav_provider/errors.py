@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from wsgidav.dav_error import DAVError
+from wsgidav.dav_error import HTTP_INTERNAL_ERROR, DAVError
 
 from store import errors as e
 
@@ -43,3 +43,11 @@ def dav_error(exc: e.StoreError) -> DAVError:
         text += "\n" + "\n".join(f"- {p}" for p in exc.problems)
     log.info("refused (%s): %s", status, exc.message)
     return DAVError(status, context_info=text)
+
+
+def internal_error(exc: BaseException) -> DAVError:
+    """A failure of ours: logged whole (with its traceback), answered with a sentence only. The
+    DAVError carries no src_exception, so WsgiDAV does not print the exception into the body."""
+    log.error("WebDAV request failed", exc_info=exc)
+    return DAVError(HTTP_INTERNAL_ERROR, context_info="the server failed to answer this request; the failure "
+                    "is logged for the operator. Try again; if it persists, tell the operator the time")

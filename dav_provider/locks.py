@@ -12,7 +12,9 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, unquote
 
-from wsgidav.lock_man.lock_manager import generate_lock_token, normalize_lock_root, validate_lock
+from wsgidav import util
+from wsgidav.dav_error import PRECONDITION_CODE_LockConflict, DAVErrorCondition
+from wsgidav.lock_man.lock_manager import LockManager, generate_lock_token, normalize_lock_root, validate_lock
 
 from store import locks as leases
 from store.db import Database
@@ -131,3 +133,56 @@ class PgLockStorage:
                     include_children and (target == "" or lpath.startswith(target + "/"))):
                 out.append(lock["token"] if token_only else lock)
         return out
+
+
+# Advisory-lock key (pg_advisory_lock's one-bigint form) under which LOCK requests are granted,
+# so two gateway processes cannot both grant an exclusive lock on one path: "DAVLOCK".
+_ACQUIRE_KEY = 0x4441564C4F434B
+
+
+class HostLockManager(LockManager):
+    """WsgiDAV's LockManager, granting locks one at a time across gateway processes, with RFC
+    4918's rule for shared locks.
+
+    WsgiDAV serialises acquire() with a lock of its own process only; here each grant also holds a
+    PostgreSQL advisory lock and reads the live locks afresh, so a LOCK through another gateway
+    that won a moment earlier is seen.
+
+    WsgiDAV asks a writer for the token of EVERY lock on the resource, so with two shared locks
+    neither holder can write (RFC 4918 6.2 and 7: a shared lock lets each holder write with its own
+    token). Here an exclusive lock still needs its own token, and each set of shared locks on one
+    root needs the token of one of them, held by the same principal."""
+
+    def acquire(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        db = self.storage.db
+        with db.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (_ACQUIRE_KEY,))
+            try:
+                reset_request_cache()
+                return super().acquire(**kwargs)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_ACQUIRE_KEY,))
+
+    def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
+        errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
+        covering: list[dict[str, Any]] = []
+        u = url
+        while u:
+            covering += [lock for lock in self.get_url_lock_list(u) if u == url or lock["depth"] == "infinity"]
+            u = util.get_uri_parent(u)
+        if depth == "infinity":
+            covering += self.storage.get_lock_list(url, include_root=False, include_children=True, token_only=False)
+
+        def held(lock: dict[str, Any]) -> bool:
+            return lock["principal"] == principal and lock["token"] in token_list
+
+        shared: dict[str, list[dict[str, Any]]] = {}
+        for lock in covering:
+            if lock["scope"] == "shared":
+                shared.setdefault(lock["root"], []).append(lock)
+            elif not held(lock):
+                errcond.add_href(lock["root"])
+        for root, locks in shared.items():
+            if not any(held(lock) for lock in locks):
+                errcond.add_href(root)
+        return errcond

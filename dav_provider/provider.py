@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
+from wsgidav import util as wsgidav_util
 from wsgidav.dav_provider import DAVProvider
 
 from dav_provider import headers, propfind
 from dav_provider.locks import reset_request_cache
-from dav_provider.resources import NODES, FileResource, FolderResource, resource_for, store_call
+from dav_provider.resources import CREATED, NODES, FileResource, FolderResource, resource_for, store_call
 from dav_provider.view import render_note
 from store import properties
 from store.access import PRINCIPAL_KEY
@@ -57,7 +58,7 @@ class HostDAVProvider(DAVProvider):
             node = tree.stat(path)
         except NotFound:
             return self._lock_null(path, environ)
-        except StoreError as exc:
+        except Exception as exc:
             store_call(_raise, exc)
             raise
         # WsgiDAV resolves a path several times per request (the dir browser, the request
@@ -89,11 +90,16 @@ class HostDAVProvider(DAVProvider):
         headers.check_if(environ)
         if method in ("COPY", "MOVE"):
             headers.check_destination(environ)
+            self._check_destination(environ)
+        elif method in ("PUT", "MKCOL", "LOCK"):
+            self._check_parent(environ)
         elif method in ("GET", "HEAD") and "HTTP_RANGE" in environ:
             res = self.get_resource_inst(environ["PATH_INFO"], environ)
             headers.normalize_range(environ, res.node.size if isinstance(res, FileResource) and res.node else None)
         elif method == "PROPPATCH":
             self._check_proppatch(environ)
+        elif method == "DELETE":
+            self._check_unlocked(environ)
         if method == "PROPFIND" and environ.get("HTTP_DEPTH", "infinity").strip().lower() == "infinity":
             # Depth infinity over thousands of notes is a denial of service; RFC 4918 9.1 lets a
             # server refuse it with this precondition. Clients fall back to depth 1.
@@ -106,7 +112,46 @@ class HostDAVProvider(DAVProvider):
                 return fast
         if method == "GET" and "html" in parse_qs(environ.get("QUERY_STRING", "")).get("view", []):
             return self._html_view(environ, start_response, default_handler)
+        if method in ("COPY", "MOVE"):
+            return default_handler(environ, _created_when_new(environ, start_response))
         return default_handler(environ, start_response)
+
+    def _check_parent(self, environ: dict[str, Any]) -> None:
+        """A new name in a folder this user cannot see (another organisation's, or none): 404 with
+        the tree's sentence, as for anything else there; WsgiDAV would answer 409 "PUT parent must
+        be a collection", telling that the folder exists."""
+        path = environ["PATH_INFO"]
+        tree = self.tree(environ)
+        if tree is None or self.get_resource_inst(path, environ) is not None:
+            return
+        parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
+        store_call(tree.stat, parent)
+
+    def _check_destination(self, environ: dict[str, Any]) -> None:
+        """MOVE/COPY: the destination must be a file name in a folder this user can see. The root
+        or a layout folder as the destination is the tree's 403 sentence (WsgiDAV answered 500 or
+        502), another organisation's folder its 404."""
+        tree = self.tree(environ)
+        if tree is None:
+            return
+        mount = environ.get("SCRIPT_NAME", "").rstrip("/")
+        dest = unquote(urlsplit(environ["HTTP_DESTINATION"].strip()).path)[len(mount):]
+        parent = dest.rstrip("/").rsplit("/", 1)[0] or "/"
+        store_call(tree.stat, parent)
+        store_call(tree.check_write, dest)
+
+    def _check_unlocked(self, environ: dict[str, Any]) -> None:
+        """DELETE: WsgiDAV checks only the parent folder's locks (depth 0), so a locked note was
+        deleted by anyone. RFC 4918 9.6.1: the resource and, for a folder, its members must not be
+        locked without the token in the If header: 423 and nothing changes."""
+        res = self.get_resource_inst(environ["PATH_INFO"], environ)
+        if res is None or self.lock_manager is None:
+            return
+        if "wsgidav.conditions.if" not in environ:
+            wsgidav_util.parse_if_header_dict(environ)
+        self.lock_manager.check_write_permission(url=res.get_ref_url(), depth="infinity",
+                                                 token_list=environ["wsgidav.ifLockTokenList"],
+                                                 principal=environ.get("wsgidav.user_name"))
 
     def _check_proppatch(self, environ: dict[str, Any]) -> None:
         """Refuse a PROPPATCH as a whole (403 and the sentence) where properties cannot go, rather
@@ -130,5 +175,14 @@ class HostDAVProvider(DAVProvider):
         return [body]
 
 
-def _raise(exc: StoreError) -> None:
+def _raise(exc: BaseException) -> None:
     raise exc
+
+
+def _created_when_new(environ: dict[str, Any], start_response: Callable[..., Any]) -> Callable[..., Any]:
+    """MOVE/COPY to a name that did not exist: 201 Created, not WsgiDAV's fixed 204."""
+    def wrapped(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
+        if status.startswith("204") and environ.get(CREATED):
+            status = "201 Created"
+        return start_response(status, headers, *exc_info)
+    return wrapped

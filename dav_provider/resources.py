@@ -11,9 +11,10 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
-from dav_provider.errors import dav_error
+from dav_provider.errors import dav_error, internal_error
 from store.errors import StoreError
 from store.host import HostTree, Node
 
@@ -22,15 +23,21 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NODES = "hostfinder.nodes"
+CREATED = "hostfinder.created"
 READ_ONLY_KINDS = ("history", "collection_json", "record")
 
 
 def store_call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run one tree call; a store refusal becomes the DAVError of dav_provider.errors."""
+    """Run one tree call; a store refusal becomes the DAVError of dav_provider.errors, and anything
+    else a logged 500 whose body is a sentence (never the exception or a driver's message)."""
     try:
         return fn(*args, **kwargs)
-    except StoreError as exc:
+    except (StoreError, DAVError) as exc:
+        if isinstance(exc, DAVError):
+            raise
         raise dav_error(exc) from exc
+    except Exception as exc:
+        raise internal_error(exc) from None
 
 
 def tree_of(environ: dict[str, Any]) -> HostTree:
@@ -71,16 +78,24 @@ class _Common:
         return True
 
     def handle_move(self, dest_path: str) -> bool:
+        self._note_created(dest_path)
         forget_nodes(self.environ)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
         store_call(tree_of(self.environ).move, self.path, dest_path, overwrite=overwrite)
         return True
 
     def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
+        self._note_created(dest_path)
         forget_nodes(self.environ)
         overwrite = self.environ.get("HTTP_OVERWRITE", "T") != "F"
         store_call(tree_of(self.environ).copy, self.path, dest_path, overwrite=overwrite)
         return True
+
+    def _note_created(self, dest_path: str) -> None:
+        """WsgiDAV answers 204 to every handled MOVE/COPY; RFC 4918 9.8.5/9.9.4 want 201 when the
+        destination is new. The provider's response wrapper reads this mark (CREATED)."""
+        dest = self.provider.get_resource_inst(dest_path, self.environ)  # type: ignore[attr-defined]
+        self.environ[CREATED] = dest is None or dest.node is None  # nothing, or a locked name not yet written
 
     def support_recursive_delete(self) -> bool:
         return True
@@ -182,6 +197,13 @@ class FileResource(_Common, DAVNonCollection):
     def get_etag(self) -> str | None:
         return self.node.etag.strip('"') if self.node else None
 
+    def get_property_value(self, name: str) -> Any:
+        # RFC 4918 15.6: getetag is the ETag header's value, quotes included; WsgiDAV sends the
+        # bare get_etag() here but adds the quotes in the header.
+        if name == "{DAV:}getetag" and self.node is not None:
+            return self.node.etag
+        return super().get_property_value(name)
+
     def support_etag(self) -> bool:
         return self.node is not None
 
@@ -211,8 +233,17 @@ class FileResource(_Common, DAVNonCollection):
             if with_errors:
                 return  # a broken upload writes nothing
             env = self.environ
+            data = spool.data()
+            declared = env.get("CONTENT_LENGTH") or ""
+            if declared.isdigit() and len(data) < int(declared):
+                # The client went away mid-body (a phone losing its network): cheroot then ends
+                # the body early without an error. A part of a save is not a save.
+                raise DAVError(HTTP_BAD_REQUEST, context_info=(
+                    f"the body ended after {len(data)} of the {declared} bytes its Content-Length "
+                    "announced, so nothing was saved; the previous version is unchanged. Send the "
+                    "whole file again"))
             forget_nodes(env)
-            self.node = store_call(tree_of(env).write, self.path, spool.data(),
+            self.node = store_call(tree_of(env).write, self.path, data,
                                    if_match=env.get("HTTP_IF_MATCH"),
                                    if_none_match=env.get("HTTP_IF_NONE_MATCH", "").strip() == "*",
                                    if_unmodified_since=_http_date(env.get("HTTP_IF_UNMODIFIED_SINCE")))

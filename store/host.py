@@ -29,7 +29,7 @@ from store import host_families as fam
 from store import locks as leases
 from store import properties, scratch
 from store.access import Principal
-from store.db import Conn, Database
+from store.db import Conn, Database, after_commit
 from store.errors import (AlreadyExists, Forbidden, Invalid, NotANote, NotFound, PreconditionFailed,
                           ReadOnly, TooLarge)
 from store.filecache import CACHEABLE_KINDS, FileCache
@@ -126,6 +126,30 @@ def folder_of(parts: list[str]) -> Folder | None:
     return None
 
 
+# Paths hidden by a rename-away save, as this process made them: {(user id, path): monotonic
+# deadline}. PostgreSQL (store.scratch) is the truth every lookup that runs a query reads; this
+# only covers a lookup answered from the content cache without a query (a FUSE mount, --read-cache).
+_HIDDEN: dict[tuple[int, str], float] = {}
+_HIDDEN_LOCK = threading.Lock()
+
+
+def _remember_hidden(user_id: int, path: str, hidden: bool) -> None:
+    with _HIDDEN_LOCK:
+        if hidden:
+            _HIDDEN[(user_id, path)] = time.monotonic() + scratch.SAVE_WINDOW_SECONDS
+        else:
+            _HIDDEN.pop((user_id, path), None)
+
+
+def _hidden_here(user_id: int, path: str) -> bool:
+    with _HIDDEN_LOCK:
+        deadline = _HIDDEN.get((user_id, path))
+        if deadline is not None and deadline < time.monotonic():
+            del _HIDDEN[(user_id, path)]
+            return False
+        return deadline is not None
+
+
 # ---------------------------------------------------------------------------------------------
 
 class HostTree:
@@ -170,7 +194,11 @@ class HostTree:
             self._check_org(folder)
             generation = self.cache.generation if self.cache is not None else 0
             nodes = self._children(conn, folder)
-            nodes += [self._side_node(r) for r in scratch.list_folder(conn, self._uid, folder.path)]
+            sides = scratch.list_folder(conn, self._uid, folder.path)
+            hidden = {r["hiding"] for r in sides if r["hiding"]}
+            if hidden:  # moved away in a rename-away save: gone, as far as this user can tell
+                nodes = [n for n in nodes if n.path not in hidden]
+            nodes += [self._side_node(r) for r in sides]
             if self.cache is not None:
                 self._prefetch(conn, nodes, generation)
         nodes.sort(key=lambda n: (not n.is_dir, n.name))
@@ -224,7 +252,7 @@ class HostTree:
             raise NotANote("the root is a folder; files go inside org/<org_id>/")
         folder, name = self._parent(parts)
         cond = _Condition(if_match, if_none_match, if_unmodified_since)
-        if is_side_file(name):
+        if _side(parts):
             with self.db.transaction() as conn:
                 self._require_folder(conn, folder)
                 cond.check(self._side_current(conn, "/".join(parts)))
@@ -232,11 +260,21 @@ class HostTree:
             return self._side_node(row)
         kind = self._file_kind(folder, name, for_write=True)
         text = _text(data, name)
+        tree_path = "/".join(parts)
         with self.db.transaction() as conn:
             self._require_folder(conn, folder)
             current = self._family_node(conn, folder, name, kind)
             cond.check(current)
-            self._write_family(conn, folder, name, kind, text, if_version=cond.version_for(current))
+            if_version = cond.version_for(current)
+            moved_away = scratch.hiding(conn, self._uid, tree_path) if current is None else None
+            if moved_away is not None:
+                # The create that follows a rename-away save: the file's next version, so it
+                # keeps its identity, history and embeds. A condition (If-None-Match: *, the
+                # client's "it is gone") holds only if nobody changed the file meanwhile.
+                if_version = moved_away if cond.conditional else None
+            self._write_family(conn, folder, name, kind, text, if_version=if_version)
+            if moved_away is not None:
+                self._unhide(conn, tree_path)
             return self._family_node(conn, folder, name, kind)  # type: ignore[return-value]
 
     def check_write(self, path: str) -> None:
@@ -246,7 +284,7 @@ class HostTree:
         if not parts or folder_of(parts) is not None:
             raise NotANote(f"/{'/'.join(parts)} is a folder; files go inside it")
         folder, name = self._parent(parts)
-        if not is_side_file(name):
+        if not _side(parts):
             self._file_kind(folder, name, for_write=True)
 
     def delete(self, path: str) -> None:
@@ -257,7 +295,7 @@ class HostTree:
         folder, name = self._parent(parts)
         tree_path = "/".join(parts)
         with self.db.transaction() as conn:
-            if is_side_file(name):
+            if _side(parts):
                 if not scratch.delete(conn, self._uid, tree_path):
                     raise NotFound(f"unknown file /{tree_path}")
                 return
@@ -279,9 +317,10 @@ class HostTree:
 
     def move(self, src: str, dst: str, *, overwrite: bool = True) -> Node:
         """Rename in a folder or between agent, guild and organisation levels, in one transaction.
-        A side file moved over a note is one new version of that note (same identity, embeds and
-        history kept); a note moved to a side-file name (vim's rename-away save) stays in place and
-        a copy goes to the scratch area."""
+        A side file or a note moved over a note is one new version of that note (same identity,
+        embeds and history kept; a moved note's end is a 'delete'). A file moved to a side-file
+        name (a rename-away save) leaves a copy in the scratch area and stays in place, hidden
+        from this user until written again (store.scratch.hide), which is its next version."""
         return self._transfer(src, dst, overwrite=overwrite, is_move=True)
 
     def copy(self, src: str, dst: str, *, overwrite: bool = True) -> Node:
@@ -314,7 +353,7 @@ class HostTree:
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
             # The source's content and kind.
-            if is_side_file(sname):
+            if _side(sp):
                 row = scratch.get(conn, self._uid, spath)
                 if row is None:
                     raise NotFound(f"unknown file /{spath}")
@@ -324,14 +363,19 @@ class HostTree:
                 node, raw = self._file(conn, sp, with_content=True)
                 content = raw or b""
             # Where it goes.
-            if is_side_file(dname):
+            if _side(dp):
                 if not overwrite and scratch.get(conn, self._uid, dpath) is not None:
                     raise AlreadyExists(f"/{dpath} exists and Overwrite is off")
                 row = scratch.write(conn, self._uid, dpath, content)
                 if is_move and skind == "side":
                     scratch.delete(conn, self._uid, spath)
-                # A file moved to a side-file name (vim's rename-away) stays where it is: the
-                # editor will write the file again and delete the backup.
+                elif is_move and skind in ("note", "task", "memory", "script"):
+                    # A rename-away save (vim, Emacs, davfs2): the file stays where it is for
+                    # everyone else, and is hidden from this user until the editor creates it
+                    # again, which is then its next version (see write()).
+                    scratch.hide(conn, self._uid, dpath, spath, node.version)
+                    uid = self._uid
+                    after_commit(lambda: _remember_hidden(uid, spath, True))
                 return self._side_node(row)
             dkind = self._file_kind(dfolder, dname, for_write=True)
             if skind not in ("side",) and _family_group(skind) != _family_group(dkind):
@@ -346,7 +390,17 @@ class HostTree:
             if existing is not None and existing.version > 0 and not overwrite:
                 raise AlreadyExists(f"/{dpath} exists and Overwrite is off; delete it first or allow overwriting")
             text = _text(content, dname)
-            if is_move and skind == "note" and dkind == "note":
+            moved_away = scratch.hiding(conn, self._uid, dpath) if existing is None else None
+            if moved_away is not None:
+                self._unhide(conn, dpath)  # the editor's new file arrives at the hidden path
+            if is_move and skind == "note" and dkind == "note" and (existing is not None or moved_away is not None):
+                # A note moved over another note (an editor saving through a temporary .md name)
+                # is the destination's next version: its identity, history and embeds continue,
+                # and the source ends with a 'delete' (refused, like any delete, while a task
+                # embeds the source).
+                fam.delete_note(conn, self._target(sfolder, sname), self.actor)
+                self._write_family(conn, dfolder, dname, dkind, text)
+            elif is_move and skind == "note" and dkind == "note":
                 # A rename keeps the moved note's identity; a note it replaces goes (store.notes
                 # applies the embed rule to both).
                 fam.move_note(conn, self._target(sfolder, sname), self._target(dfolder, dname), self.actor,
@@ -455,7 +509,7 @@ class HostTree:
             return _folder_node("", EPOCH, writable=False, kind="root"), None
         folder, name = self._parent(parts)
         path = "/".join(parts)
-        if is_side_file(name):
+        if _side(parts):
             row = scratch.get(conn, self._uid, path)
             if row is None:
                 raise NotFound(f"unknown file /{path}")
@@ -468,9 +522,11 @@ class HostTree:
         if cache is not None:
             hit = cache.get(path)
             if hit is not None:
+                if _hidden_here(self._uid, path):
+                    raise NotFound(f"unknown file /{path}")
                 return hit
             generation = cache.generation
-        row = fam.read_file(conn, folder, name, kind, self.principal)
+        row = fam.read_file(conn, folder, name, kind, self.principal, hidden_for=self._uid or None)
         if row is None:
             raise NotFound(f"unknown file /{path}")
         node = _file_node(folder, name, kind, row)
@@ -479,8 +535,12 @@ class HostTree:
         return node, row["content"]
 
     def _family_node(self, conn: Conn, folder: Folder, name: str, kind: str) -> Node | None:
-        row = fam.read_file(conn, folder, name, kind, self.principal)
+        row = fam.read_file(conn, folder, name, kind, self.principal, hidden_for=self._uid or None)
         return None if row is None else _file_node(folder, name, kind, row)
+
+    def _unhide(self, conn: Conn, path: str) -> None:
+        scratch.unhide(conn, self._uid, path)
+        _remember_hidden(self._uid, path, False)
 
     def _write_family(self, conn: Conn, folder: Folder, name: str, kind: str, text: str, *,
                       if_version: int | None = None) -> None:
@@ -586,6 +646,12 @@ def _read_only_sentence(folder: Folder) -> str:
                 "write memory.md to change the memory")
     return (f"/{folder.path} is read-only: collections and records change through the Databases page "
             "or the API, not as files")
+
+
+def _side(parts: list[str]) -> bool:
+    """A client's side file: a side-file name (store.paths.is_side_file) that is not a folder of
+    the layout (org/1/agents/2 has no extension, yet is a folder)."""
+    return bool(parts) and is_side_file(parts[-1]) and folder_of(parts) is None
 
 
 def _join(parent: str, name: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from store import memory, notes, scripts, tasks
+from store import memory, notes, scratch, scripts, tasks
 from store.collections import collection_json
 from store.columns import stored_columns
 from store.grants import Collection
@@ -142,22 +142,26 @@ _HISTORY_COLS = ("to_char(saved_at AT TIME ZONE 'UTC', 'YYYYMMDD\"T\"HH24MISSUS\
                  " saved_at AS updated_at")
 
 
-def read_file(conn: Conn, folder: Folder, name: str, kind: str, principal: Principal) -> dict | None:
+def read_file(conn: Conn, folder: Folder, name: str, kind: str, principal: Principal, *,
+              hidden_for: int | None = None) -> dict | None:
     """The file's row (size, version, tag, created_at, updated_at, content as UTF-8 bytes) or None.
-    One query."""
+    One query. With ``hidden_for`` (a user id), a file that user moved away in a rename-away save
+    (store.scratch.hide) is None too, decided in the same query."""
     org, owner = folder.org_id, folder.owner_id
-    if kind == "note":
-        ref = NoteRef(org or 0, folder.level, owner, name)
-        return _bytes(conn.execute(f"SELECT {_FILE_COLS}, content FROM artifacts WHERE display_path = %s"
-                                   " AND kind = 'note' AND deleted_at IS NULL", (ref.path,)).fetchone())
-    if kind == "script":
-        return _bytes(conn.execute(f"SELECT {_FILE_COLS}, content FROM artifacts WHERE display_path = %s"
-                                   " AND kind = 'script' AND deleted_at IS NULL",
-                                   (script_path(org or 0, owner or 0, name),)).fetchone())
-    if kind == "task":
-        return _bytes(_task_row(conn, owner, with_content=True, org_id=org))
-    if kind == "memory":
-        return _bytes(_memory_row(conn, owner, with_content=True, org_id=org))
+    if kind in ("note", "script", "task", "memory"):
+        path = (NoteRef(org or 0, folder.level, owner, name).path if kind != "script"
+                else script_path(org or 0, owner or 0, name))
+        hidden, hidden_params = (f", {scratch.HIDDEN_SQL} AS hidden", [hidden_for, path]) if hidden_for else ("", [])
+        if kind in ("note", "script"):
+            row = conn.execute(f"SELECT {_FILE_COLS}, content{hidden} FROM artifacts WHERE display_path = %s"
+                               " AND kind = %s AND deleted_at IS NULL", [*hidden_params, path, kind]).fetchone()
+        elif kind == "task":
+            row = _task_row(conn, owner, with_content=True, org_id=org, extra=(hidden, hidden_params))
+        else:
+            row = _memory_row(conn, owner, with_content=True, org_id=org, extra=(hidden, hidden_params))
+        if row is not None and row.pop("hidden", False):
+            return None
+        return _bytes(row)
     if kind == "history":
         m = HISTORY_NAME.fullmatch(name)
         if not m:
@@ -188,26 +192,28 @@ def _bytes(row: dict | None) -> dict | None:
     return {**row, "content": content.encode("utf-8") if isinstance(content, str) else content}
 
 
-def _task_row(conn: Conn, agent_id: int | None, *, with_content: bool, org_id: int | None = None) -> dict | None:
+def _task_row(conn: Conn, agent_id: int | None, *, with_content: bool, org_id: int | None = None,
+              extra: tuple[str, list[Any]] = ("", [])) -> dict | None:
     content = ", task AS content" if with_content else ""
     sql = (f"SELECT octet_length(task) AS size, task_version AS version, 't' || id AS tag, created_at,"
-           f" task_updated_at AS updated_at{content} FROM agents WHERE id = %s")
-    params: list[Any] = [agent_id]
+           f" task_updated_at AS updated_at{content}{extra[0]} FROM agents WHERE id = %s")
+    params: list[Any] = [*extra[1], agent_id]
     if org_id is not None:
         sql += " AND org_id = %s"
         params.append(org_id)
     return conn.execute(sql, params).fetchone()
 
 
-def _memory_row(conn: Conn, agent_id: int | None, *, with_content: bool, org_id: int | None = None) -> dict | None:
+def _memory_row(conn: Conn, agent_id: int | None, *, with_content: bool, org_id: int | None = None,
+                extra: tuple[str, list[Any]] = ("", [])) -> dict | None:
     """The memory artifact, or an empty version-0 memory.md when the agent has none yet."""
     content = ", coalesce(m.content, '') AS content" if with_content else ""
     sql = (f"SELECT coalesce(octet_length(m.content), 0) AS size, coalesce(m.version, 0) AS version,"
            f" coalesce('a' || m.id, 'm' || a.id) AS tag, coalesce(m.created_at, a.created_at) AS created_at,"
-           f" coalesce(m.updated_at, a.created_at) AS updated_at{content}"
+           f" coalesce(m.updated_at, a.created_at) AS updated_at{content}{extra[0]}"
            " FROM agents a LEFT JOIN artifacts m ON m.agent_id = a.id AND m.kind = 'memory' AND m.deleted_at IS NULL"
            " WHERE a.id = %s")
-    params: list[Any] = [agent_id]
+    params: list[Any] = [*extra[1], agent_id]
     if org_id is not None:
         sql += " AND a.org_id = %s"
         params.append(org_id)

@@ -211,9 +211,21 @@ _VIM_PROBE = re.compile(r"^\d{4,5}$")
 _SED_TEMP = re.compile(r"^sed[A-Za-z0-9]{6}$")
 
 
+# Python's tempfile (mkstemp, NamedTemporaryFile, and atomicwrites and the other libraries built on
+# them) names a file "tmp" + 8 characters of [a-z0-9_], with whatever suffix the caller chose.
+_PY_TEMP = re.compile(r"^tmp[a-z0-9_]{8}(\..*)?$")
+# A name without an extension (or with only a leading dot) is not a note and not a document of
+# another kind: a program's temporary or helper file (atomicwrites' .___atomic_writeXXXX, git's
+# index.lock-style names...). A name with another extension (.txt, .png, .pdf) is a document a
+# person meant to store, and stays refused with a sentence saying why.
+_NO_EXTENSION = re.compile(r"^\.?[^.]+$")
+
+
 def is_side_file(name: str) -> bool:
-    """True for an editor's or file manager's side file (._x, .DS_Store, x.swp, x~, 4913...)."""
-    if _SIDE_RE.fullmatch(name):
+    """True for an editor's, program's or file manager's side file (._x, .DS_Store, x.swp, x~,
+    4913, tmpab12cd34, names without an extension...). The caller rules out names of layout
+    folders (org/1/agents/2 is a folder, not a side file)."""
+    if _SIDE_RE.fullmatch(name) or _PY_TEMP.match(name) or _NO_EXTENSION.match(name):
         return True
     if _VIM_PROBE.match(name) and (int(name) - 4913) % 123 == 0:
         return True

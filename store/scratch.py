@@ -16,6 +16,10 @@ from store.errors import LimitReached, TooLarge
 MAX_FILE = 8 * 1024 * 1024        # one side file (a full copy of a note is at most 256 KB)
 MAX_PER_USER = 64 * 1024 * 1024   # all of one user's live side files
 LIFETIME = "1 day"
+# How long a path moved away to a side-file name stays hidden from its user (see hide()): an
+# editor's rename-away save re-creates the file within a second; two minutes leave room for a slow
+# client, and a path that is never re-created simply shows again.
+SAVE_WINDOW_SECONDS = 120
 
 _META = "path, octet_length(content) AS size, version, created_at, updated_at, expires_at"
 
@@ -25,10 +29,45 @@ def _parent(path: str) -> str:
 
 
 def list_folder(conn: Conn, user_id: int, folder: str) -> list[dict]:
-    """The user's live side files directly in ``folder`` (without content), in one query."""
+    """The user's live side files directly in ``folder`` (without content), in one query. Each
+    row's ``hiding`` is the path it hides from this user (see hide()), or None."""
     return conn.execute(
-        f"SELECT {_META} FROM scratch_files WHERE user_id = %s AND parent = %s AND expires_at > now()"
-        " ORDER BY path", (user_id, folder)).fetchall()
+        f"SELECT {_META}, CASE WHEN hides_until > now() THEN origin END AS hiding FROM scratch_files"
+        " WHERE user_id = %s AND parent = %s AND expires_at > now() ORDER BY path", (user_id, folder)).fetchall()
+
+
+# -- rename-away saves ------------------------------------------------------------------------
+# vim (backupcopy=no/auto, swap files), Emacs and davfs2 save by renaming the file to a backup
+# name, creating it again and writing it. The Host tree answers the rename with a copy in a side
+# file that hides the original path from this user for SAVE_WINDOW_SECONDS; the original is not
+# touched, so other users, tasks' embeds and the history keep it. The next write of the hidden
+# path is the file's next version (store.host), and ends the hiding.
+
+HIDDEN_SQL = ("EXISTS (SELECT 1 FROM scratch_files h WHERE h.user_id = %s AND h.origin = %s"
+              " AND h.hides_until > now())")
+"""A boolean SQL expression (params: user id, path) a lookup adds to its own query, so that
+checking for a hidden path costs no query of its own."""
+
+
+def hide(conn: Conn, user_id: int, side_path: str, origin: str, version: int) -> None:
+    """Make the side file ``side_path`` hide ``origin`` (at ``version``) from this user for the
+    save window."""
+    conn.execute("UPDATE scratch_files SET origin = %s, origin_version = %s,"
+                 f" hides_until = now() + interval '{SAVE_WINDOW_SECONDS} seconds'"
+                 " WHERE user_id = %s AND path = %s", (origin, version, user_id, side_path))
+
+
+def hiding(conn: Conn, user_id: int, origin: str) -> int | None:
+    """The version ``origin`` had when it was moved away, while it is hidden from this user."""
+    row = conn.execute("SELECT origin_version FROM scratch_files WHERE user_id = %s AND origin = %s"
+                       " AND hides_until > now() ORDER BY updated_at DESC LIMIT 1", (user_id, origin)).fetchone()
+    return None if row is None else int(row["origin_version"])
+
+
+def unhide(conn: Conn, user_id: int, origin: str) -> None:
+    """``origin`` was written again (or replaced): it shows again, whatever side file hid it."""
+    conn.execute("UPDATE scratch_files SET origin = NULL, origin_version = NULL, hides_until = NULL"
+                 " WHERE user_id = %s AND origin = %s", (user_id, origin))
 
 
 def get(conn: Conn, user_id: int, path: str) -> dict | None:

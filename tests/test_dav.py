@@ -158,9 +158,9 @@ def test_embeds_reserved_keys_and_editor_saves(dav: Dav, db: Database, boot: dic
     assert after["id"] == original["id"] and after["version"] == 3 and after["content"] == "v3"
     assert "plan.md.tmp.4242" not in dav.names(dav.g)
     # vim: rename away to a backup name, write the file again, delete the backup.
-    assert dav.move(note, f"{dav.g}/plan.md~").status_code == 204
-    assert dav.get(note).text == "v3" and dav.get(f"{dav.g}/plan.md~").text == "v3"
-    assert dav.put(note, "v4").status_code == 204
+    assert dav.move(note, f"{dav.g}/plan.md~").status_code == 201
+    assert dav.get(note).status_code == 404 and dav.get(f"{dav.g}/plan.md~").text == "v3"
+    assert dav.put(note, "v4").status_code == 201
     assert dav.req("DELETE", f"{dav.g}/plan.md~").status_code == 204
     final = artifact(db, note)
     assert final["id"] == original["id"] and final["content"] == "v4" and final["version"] == 4
@@ -184,14 +184,14 @@ def test_embeds_reserved_keys_and_editor_saves(dav: Dav, db: Database, boot: dic
 def test_moves_between_levels_and_copy(dav: Dav, db: Database) -> None:
     dav.put(f"{dav.g}/idea.md", "idea")
     before = artifact(db, f"{dav.g}/idea.md")
-    assert dav.move(f"{dav.g}/idea.md", f"org/{dav.org}/idea.md").status_code == 204
+    assert dav.move(f"{dav.g}/idea.md", f"org/{dav.org}/idea.md").status_code == 201
     moved = artifact(db, f"org/{dav.org}/idea.md")
     assert moved["id"] == before["id"] and moved["version"] == 2
     assert artifact(db, f"{dav.g}/idea.md") is None
     assert [c[0] for c in changes(db, f"{dav.g}/idea.md")] == ["create", "move"]
-    assert dav.move(f"org/{dav.org}/idea.md", f"{dav.a}/idea.md").status_code == 204
+    assert dav.move(f"org/{dav.org}/idea.md", f"{dav.a}/idea.md").status_code == 201
     r = dav.req("COPY", f"{dav.a}/idea.md", headers={"Destination": dav.url(f"{dav.g}/copy.md")})
-    assert r.status_code == 204 and dav.get(f"{dav.g}/copy.md").text == "idea"
+    assert r.status_code == 201 and dav.get(f"{dav.g}/copy.md").text == "idea"
     dav.put(f"{dav.g}/other.md", "other")
     assert dav.move(f"{dav.g}/copy.md", f"{dav.g}/other.md", overwrite="F").status_code == 412
     assert dav.move(f"{dav.a}/idea.md", f"{dav.a}/scripts/idea.py").status_code == 403
@@ -267,7 +267,7 @@ def test_lock_proppatch_and_properties_move_with_the_node(dav: Dav) -> None:
     assert dav.req("PROPPATCH", path, data=prop, headers={"If": f"({token})"}).status_code == 207
     assert dav.req("UNLOCK", path, headers={"Lock-Token": token}).status_code == 204
     assert dav.put(path, "free").status_code == 204
-    assert dav.move(path, f"{dav.g}/moved.md").status_code == 204
+    assert dav.move(path, f"{dav.g}/moved.md").status_code == 201
     r = dav.req("PROPFIND", f"{dav.g}/moved.md", headers={"Depth": "0"}, data=(
         b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><Z:Win32LastModifiedTime '
         b'xmlns:Z="urn:schemas-microsoft-com:"/></D:prop></D:propfind>'))

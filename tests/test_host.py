@@ -44,14 +44,20 @@ def test_tree_rules_shared_by_both_front_ends(tree: HostTree, boot: dict[str, An
         tree.list(f"{g}/a.md")
     with pytest.raises(errors.PreconditionFailed):
         tree.write(f"{g}/a.md", b"two", if_match='"a0-v9"')
-    # vim's rename-away: the note stays, a copy goes to scratch.
+    # vim's rename-away: a copy goes to scratch and the note is gone for this user until the
+    # editor writes it again, which is its next version (same identity).
     side = tree.move(f"{g}/a.md", f"{g}/a.md~")
-    assert side.kind == "side" and tree.read(f"{g}/a.md") == b"one"
-    assert [n.name for n in tree.list(g)] == ["a.md", "a.md~"]
+    assert side.kind == "side" and tree.read(f"{g}/a.md~") == b"one"
+    with pytest.raises(errors.NotFound):
+        tree.read(f"{g}/a.md")
+    assert [n.name for n in tree.list(g)] == ["a.md~"]
+    again = tree.write(f"{g}/a.md", b"one again", if_none_match=True)
+    assert again.version == 2 and again.etag.split("-")[0] == note.etag.split("-")[0]
+    tree.delete(f"{g}/a.md~")
     # A side file moved over the note: one new version, same identity.
     tree.write(f"{g}/.a.md.swp", b"three")
     after = tree.move(f"{g}/.a.md.swp", f"{g}/a.md")
-    assert after.version == 2 and after.etag.split("-")[0] == note.etag.split("-")[0]
+    assert after.version == 3 and after.etag.split("-")[0] == note.etag.split("-")[0]
     with pytest.raises(errors.ReadOnly):
         tree.write(f"org/{boot['org_id']}/agents/{boot['agent_id']}/history-archive/x.md", b"x")
     with pytest.raises(errors.Forbidden):

@@ -1,0 +1,180 @@
+"""WebDAV locks that protect (RFC 4918 sections 6, 7 and 9), through two gateway processes' worth
+of servers on one PostgreSQL: without the lock token a change is 423 and nothing changes; with it
+(the If header) the change goes through."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+from xml.etree import ElementTree as ET
+
+import pytest
+import requests
+
+from store.db import Database
+from tests.conftest import RunningServer, start_gateway
+from tests.test_dav import Dav, artifact
+
+NS = {"d": "DAV:"}
+
+
+def lock_body(scope: str = "exclusive", owner: str = "finder") -> bytes:
+    return (f'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:{scope}/>'
+            f'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>{owner}</D:owner></D:lockinfo>').encode()
+
+
+PROP = (b'<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:x-test:">'
+        b'<D:set><D:prop><Z:color>red</Z:color></D:prop></D:set></D:propertyupdate>')
+
+
+@pytest.fixture
+def second(db: Database) -> Iterator[RunningServer]:
+    """Another gateway on the same store, as behind a load balancer."""
+    running, srv = start_gateway(db)
+    yield running
+    srv.stop()
+    running.gateway.close()
+
+
+@pytest.fixture
+def pair(server: Any, second: RunningServer, operator: requests.Session, boot: dict[str, Any]) -> tuple[Dav, Dav]:
+    """The lock holder on the first gateway, and another client (same user, no token) on the second."""
+    other = second.session(basic=(boot["email"], boot["password"]))
+    return Dav(server, operator, boot), Dav(second, other, boot)
+
+
+def lock(dav: Dav, path: str, *, depth: str = "0", scope: str = "exclusive", timeout: str = "Second-600") -> str:
+    r = dav.req("LOCK", path, data=lock_body(scope), headers={"Timeout": timeout, "Depth": depth})
+    assert r.status_code in (200, 201), r.text
+    return r.headers["Lock-Token"]
+
+
+def test_a_locked_note_refuses_every_change_without_its_token(pair: tuple[Dav, Dav], db: Database) -> None:
+    holder, other = pair
+    note, spare = f"{holder.g}/open.md", f"{holder.g}/spare.md"
+    holder.put(note, "mine")
+    holder.put(spare, "spare")
+    token = lock(holder, note)
+    refusals = {
+        "DELETE": other.req("DELETE", note),
+        "MOVE away": other.move(note, f"{holder.g}/taken.md"),
+        "MOVE onto": other.move(spare, note),
+        "COPY onto": other.req("COPY", spare, headers={"Destination": other.url(note)}),
+        "PUT": other.put(note, "theirs"),
+        "PROPPATCH": other.req("PROPPATCH", note, data=PROP),
+    }
+    assert {k: r.status_code for k, r in refusals.items()} == {k: 423 for k in refusals}
+    assert artifact(db, note)["content"] == "mine" and artifact(db, note)["version"] == 1
+    assert artifact(db, spare) is not None
+    # The holder's UNLOCK still finds its lock.
+    with_token = {"If": f"({token})"}
+    assert holder.req("PROPPATCH", note, data=PROP, headers=with_token).status_code == 207
+    assert holder.put(note, "mine, edited", **with_token).status_code == 204
+    # COPY onto the locked note: the token is tagged with the destination (RFC 4918 10.4.3).
+    tagged = {"If": f"<{holder.url(note)}> ({token})"}
+    assert holder.req("COPY", spare, headers={"Destination": holder.url(note), **tagged}).status_code == 204
+    assert holder.get(note).text == "spare"
+    assert holder.req("DELETE", note, headers=with_token).status_code == 204
+    assert artifact(db, note) is None
+    # The lock went with the note.
+    assert holder.req("UNLOCK", note, headers={"Lock-Token": token}).status_code in (404, 409)
+
+
+def test_a_locked_note_moves_with_its_token(pair: tuple[Dav, Dav], db: Database) -> None:
+    holder, other = pair
+    note = f"{holder.g}/mv.md"
+    holder.put(note, "x")
+    token = lock(holder, note)
+    assert other.move(note, f"{holder.g}/mv2.md").status_code == 423
+    r = holder.req("MOVE", note, headers={"Destination": holder.url(f"{holder.g}/mv2.md"), "If": f"({token})"})
+    assert r.status_code == 201, r.text
+    assert artifact(db, f"{holder.g}/mv2.md")["content"] == "x"
+
+
+def test_a_depth_infinity_folder_lock_protects_its_members(pair: tuple[Dav, Dav], db: Database) -> None:
+    holder, other = pair
+    member = f"{holder.g}/member.md"
+    holder.put(member, "m")
+    token = lock(holder, holder.g + "/", depth="infinity")
+    assert other.put(f"{holder.g}/new.md", "n").status_code == 423
+    assert other.put(member, "changed").status_code == 423
+    assert other.req("DELETE", member).status_code == 423
+    assert other.move(member, f"{holder.g}/renamed.md").status_code == 423
+    assert artifact(db, f"{holder.g}/new.md") is None and artifact(db, member)["content"] == "m"
+    t = {"If": f"({token})"}
+    assert holder.put(f"{holder.g}/new.md", "n", **t).status_code == 201
+    assert holder.req("MOVE", member, headers={"Destination": holder.url(f"{holder.g}/renamed.md"), **t}).status_code == 201
+    assert holder.req("DELETE", f"{holder.g}/renamed.md", headers=t).status_code == 204
+    assert holder.req("UNLOCK", holder.g + "/", headers={"Lock-Token": token}).status_code == 204
+    assert other.put(member, "free again").status_code == 201
+
+
+def test_shared_locks_refresh_timeout_and_discovery(pair: tuple[Dav, Dav], db: Database) -> None:
+    holder, other = pair
+    note = f"{holder.g}/shared.md"
+    holder.put(note, "s")
+    a = lock(holder, note, scope="shared")
+    b = lock(other, note, scope="shared")
+    assert a != b
+    r = other.req("LOCK", note, data=lock_body("exclusive"), headers={"Timeout": "Second-60", "Depth": "0"})
+    assert r.status_code == 423
+    # Either shared token lets its holder write (RFC 4918 6.2: each holder submits its own).
+    assert other.put(note, "by b", If=f"({b})").status_code == 204
+    assert holder.put(note, "no token").status_code == 423
+    # Discovery lists both, with their depth, timeout and owner.
+    r = other.req("PROPFIND", note, headers={"Depth": "0"}, data=(
+        b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>'))
+    assert r.status_code == 207
+    active = ET.fromstring(r.content).findall(".//d:activelock", NS)
+    tokens = {x.findtext("d:locktoken/d:href", namespaces=NS) for x in active}
+    assert tokens == {a.strip("<>"), b.strip("<>")}
+    for x in active:
+        assert x.find("d:lockscope/d:shared", NS) is not None and x.findtext("d:depth", namespaces=NS) == "0"
+        assert (x.findtext("d:timeout", namespaces=NS) or "").startswith("Second-")
+        assert "finder" in ET.tostring(x.find("d:owner", NS), encoding="unicode")
+    # Refresh: LOCK with the token in If and no body answers the lock with its new timeout.
+    r = holder.req("LOCK", note, headers={"If": f"({a})", "Timeout": "Second-900"})
+    assert r.status_code == 200, r.text
+    assert "Second-900" in r.text or "Second-899" in r.text
+    # A lock that timed out protects nothing.
+    with db.transaction() as conn:
+        conn.execute("UPDATE path_leases SET expires_at = now() - interval '1 second'")
+    assert holder.put(note, "after expiry").status_code == 204
+    assert holder.req("UNLOCK", note, headers={"Lock-Token": a}).status_code in (404, 409)
+
+
+def test_two_gateways_do_not_both_grant_an_exclusive_lock(pair: tuple[Dav, Dav]) -> None:
+    import concurrent.futures
+    holder, other = pair
+    note = f"{holder.g}/race.md"
+    holder.put(note, "r")
+    for _ in range(5):
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda d: d.req("LOCK", note, data=lock_body(),
+                                                    headers={"Timeout": "Second-60", "Depth": "0"}),
+                                    (holder, other)))
+        statuses = sorted(r.status_code for r in results)
+        assert statuses == [200, 423], statuses
+        for r in results:
+            if r.status_code == 200:
+                d = holder if r is results[0] else other
+                assert d.req("UNLOCK", note, headers={"Lock-Token": r.headers["Lock-Token"]}).status_code == 204
+
+
+def test_a_failure_of_ours_is_logged_whole_and_answered_with_a_sentence(caplog: Any) -> None:
+    """What a WebDAV client receives when a store call fails unexpectedly (a driver error): a 500
+    with a sentence; the log keeps the traceback."""
+    import logging
+    from wsgidav.error_printer import ErrorPrinter
+
+    from dav_provider.app import PlainErrors
+
+    def failing(environ: dict, start_response: Any) -> Any:
+        raise RuntimeError("connection to server at 10.0.0.7 failed: password authentication failed")
+        yield b""
+
+    app = ErrorPrinter(None, PlainErrors(None, failing, {}), {})
+    seen: list[str] = []
+    with caplog.at_level(logging.ERROR):
+        body = b"".join(app({"REQUEST_METHOD": "GET", "PATH_INFO": "/x"}, lambda s, h, e=None: seen.append(s)))
+    assert seen == ["500 Internal Server Error"]
+    assert b"10.0.0.7" not in body and b"Source exception" not in body and b"logged" in body
+    assert "Traceback" in caplog.text and "10.0.0.7" in caplog.text

@@ -1,0 +1,134 @@
+"""Editors' saves over WebDAV, request by request as the clients send them (issue 13): a
+rename-away save keeps the text and the note's identity, a note moved over a note is the
+destination's next version, and programs' temporary names go to the scratch area."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import requests
+
+from store.db import Database
+from tests.test_dav import Dav, artifact, changes
+
+LOCK_BODY = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+             b'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>davfs2</D:owner></D:lockinfo>')
+
+
+@pytest.fixture
+def dav(server: Any, operator: requests.Session, boot: dict[str, Any]) -> Dav:
+    return Dav(server, operator, boot)
+
+
+def created_at(db: Database, path: str) -> Any:
+    with db.connection() as conn:
+        return conn.execute("SELECT created_at FROM artifacts WHERE display_path = %s AND deleted_at IS NULL",
+                            (path,)).fetchone()["created_at"]
+
+
+def embed(dav: Dav, note: str) -> None:
+    assert dav.put(f"{dav.a}/task.md", f"Follow ![[{note}]] daily.\n").status_code in (201, 204)
+
+
+@pytest.mark.parametrize("embedded", [False, True], ids=["plain", "embedded"])
+def test_davfs2_rename_away_save_keeps_the_text_and_the_note(dav: Dav, db: Database, embedded: bool) -> None:
+    note = f"{dav.g}/K.md"
+    assert dav.put(note, "old text\n").status_code == 201
+    if embedded:
+        embed(dav, note)
+    before = artifact(db, note)
+    born = created_at(db, note)
+    # What davfs2 sends for vim backupcopy=no / Emacs: MOVE away, LOCK the name, PUT it new.
+    assert dav.move(note, f"{dav.g}/K.md~").status_code in (201, 204)
+    assert dav.get(note).status_code == 404          # gone, as far as this client can tell
+    assert "K.md" not in dav.names(dav.g) and "K.md~" in dav.names(dav.g)
+    r = dav.req("LOCK", note, data=LOCK_BODY, headers={"Timeout": "Second-300", "Depth": "0"})
+    assert r.status_code in (200, 201), r.text
+    token = r.headers["Lock-Token"]
+    r = dav.put(note, "new text\n", **{"If-None-Match": "*", "If": f"({token})"})
+    assert r.status_code in (201, 204), r.text
+    assert dav.req("UNLOCK", note, headers={"Lock-Token": token}).status_code == 204
+    assert dav.req("DELETE", f"{dav.g}/K.md~").status_code == 204
+    after = artifact(db, note)
+    assert after["id"] == before["id"] and after["content"] == "new text\n" and after["version"] == 2
+    assert created_at(db, note) == born
+    assert [c[0] for c in changes(db, note)] == ["create", "update"]
+    assert dav.get(note).text == "new text\n"
+    assert sorted(n for n in dav.names(dav.g) if not n.startswith(".")) == ["K.md"]
+    if embedded:
+        r = dav.s.get(dav.base.replace("/dav", "") + f"/api/agents/{dav.agent}/state")
+        assert r.status_code == 200 and "new text" in r.text
+
+
+def test_a_rename_away_hides_the_note_from_that_user_only(dav: Dav, server: Any, db: Database,
+                                                          boot: dict[str, Any]) -> None:
+    from store import admin
+    note = f"{dav.g}/shared.md"
+    dav.put(note, "v1")
+    admin.create_user(db, email="bea@example.com", password="another long password")
+    admin.add_member(db, org_id=dav.org, email="bea@example.com")
+    bea = Dav(server, server.session(basic=("bea@example.com", "another long password")), boot)
+    assert dav.move(note, f"{dav.g}/shared.md~").status_code in (201, 204)
+    assert dav.get(note).status_code == 404
+    assert bea.get(note).text == "v1" and "shared.md" in bea.names(dav.g)
+    # Restoring the backup (the editor gave up) is the note again, one version on.
+    assert dav.move(f"{dav.g}/shared.md~", note).status_code in (201, 204)
+    assert dav.get(note).text == "v1" and artifact(db, note)["version"] == 2
+
+
+def test_a_stale_rename_away_save_does_not_overwrite_a_newer_version(dav: Dav, db: Database) -> None:
+    note = f"{dav.g}/race.md"
+    dav.put(note, "v1")
+    assert dav.move(note, f"{dav.g}/race.md~").status_code in (201, 204)
+    with db.transaction() as conn:  # someone else saves meanwhile (an agent, another client)
+        from store import notes
+        from store.access import Actor
+        notes.write_note(conn, dav.org, "guild", dav.guild, "race.md", "theirs", Actor("agent", None, "scout"))
+    r = dav.put(note, "mine", **{"If-None-Match": "*"})
+    assert r.status_code == 412 and "version" in r.text
+    assert artifact(db, note)["content"] == "theirs"
+
+
+@pytest.mark.parametrize("embedded", [False, True], ids=["plain", "embedded"])
+def test_a_note_moved_over_a_note_is_its_next_version(dav: Dav, db: Database, embedded: bool) -> None:
+    note, tmp = f"{dav.g}/a.md", f"{dav.g}/a-tmp-save.md"
+    for text in ("1", "2", "3"):
+        dav.put(note, text)
+    if embedded:
+        embed(dav, note)
+    before, born = artifact(db, note), created_at(db, note)
+    assert dav.put(tmp, "4").status_code == 201
+    assert dav.move(tmp, note).status_code == 204
+    after = artifact(db, note)
+    assert after["id"] == before["id"] and after["version"] == 4 and after["content"] == "4"
+    assert created_at(db, note) == born
+    assert [(c[0], c[1]) for c in changes(db, note)] == [("create", 1), ("update", 2), ("update", 3), ("update", 4)]
+    assert [c[0] for c in changes(db, tmp)] == ["create", "delete"]
+    assert artifact(db, tmp) is None
+    if embedded:
+        # Moving the embedded note away stays refused.
+        r = dav.move(note, f"{dav.g}/elsewhere.md")
+        assert r.status_code == 409 and "task.md" in r.text
+        assert artifact(db, note)["version"] == 4
+
+
+@pytest.mark.parametrize("name", ["tmpab12cd34", "tmp_k3j9x0a", "tmpq8w7e6r5.md", ".___atomic_writeab12cd34",
+                                  "sedAb12Cd"])
+def test_program_temporary_names_go_to_scratch(dav: Dav, db: Database, name: str) -> None:
+    note = f"{dav.g}/plain.md"
+    dav.put(note, "one")
+    before = artifact(db, note)
+    assert dav.put(f"{dav.g}/{name}", "two").status_code == 201
+    assert dav.move(f"{dav.g}/{name}", note).status_code == 204
+    after = artifact(db, note)
+    assert after["id"] == before["id"] and after["content"] == "two"
+    assert artifact(db, f"{dav.g}/{name}") is None
+    assert changes(db, f"{dav.g}/{name}") == []
+
+
+def test_documents_of_another_kind_are_still_refused(dav: Dav) -> None:
+    for name in ("photo.png", "paper.pdf", "notes.txt"):
+        r = dav.put(f"{dav.g}/{name}", "x")
+        assert r.status_code == 403 and ".md" in r.text, (name, r.status_code, r.text)
+    # A layout folder's name is not a side file.
+    assert dav.put(f"org/{dav.org}/agents/{dav.agent}", "x").status_code in (403, 405, 409)
