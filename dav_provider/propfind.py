@@ -150,7 +150,8 @@ class _Writer:
                 f"<D:getcontentlength>{res.get_content_length()}</D:getcontentlength>"
                 f"<D:getcontenttype>{escape(res.get_content_type())}</D:getcontenttype>"
                 f"<D:getlastmodified>{util.get_rfc1123_time(res.get_last_modified())}</D:getlastmodified>"
-                f"{_text('displayname', res.get_display_name())}{_text('getetag', res.get_etag())}"
+                f"{_text('displayname', res.get_display_name())}"
+                f"{_text('getetag', res.get_property_value('{DAV:}getetag'))}"
                 f"<D:lockdiscovery />{SUPPORTED_LOCK}</D:prop><D:status>HTTP/1.1 200 OK</D:status>"
                 "</D:propstat></D:response>")
 
@@ -197,8 +198,8 @@ class _Writer:
             return None if res.is_collection else str(res.get_content_length())
         if name == "{DAV:}getcontenttype":
             return None if res.is_collection else res.get_content_type()
-        if name == "{DAV:}getetag":
-            return res.get_etag()
+        if name == "{DAV:}getetag":  # the resource's own answer: the quoted ETag header value
+            return res.get_property_value(name) if res.get_etag() is not None else None
         if name == "{DAV:}displayname":
             return res.get_display_name()
         return None
