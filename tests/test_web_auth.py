@@ -32,7 +32,7 @@ def test_log_in_see_the_navigation_and_log_out(browser: Browser, boot: dict[str,
     browser.shot("databases-empty")
     cookie = browser.driver.get_cookie("hf_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"
-    browser.button("Log out").click()
+    browser.press("Log out")
     assert browser.find("input[name=password]")
     # The old cookie is worthless now: the row is gone.
     s = requests.Session()
@@ -56,7 +56,7 @@ def test_a_page_asked_for_before_login_opens_after_it(browser: Browser, boot: di
     browser.open("/databases?x=1")
     assert browser.find("input[name=password]")
     browser.fill({"email": boot["email"], "password": boot["password"]})
-    browser.button("Log in").click()
+    browser.press("Log in")
     assert browser.path == "/databases?x=1"
 
 

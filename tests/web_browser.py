@@ -75,12 +75,48 @@ class Browser:
         return self.driver.find_element(self.By.LINK_TEXT, text)
 
     def button(self, text: str, within: Any = None) -> Any:
-        """The button whose visible text is exactly ``text``."""
+        """The visible button whose text is exactly ``text`` (one XPath query, so a page that
+        is still settling cannot detach elements between a listing and a look)."""
         root = within or self.driver
-        for b in root.find_elements(self.By.CSS_SELECTOR, "button, input[type=submit]"):
-            if (b.text or b.get_attribute("value") or "").strip() == text and b.is_displayed():
-                return b
+        literal = "concat('" + text.replace("'", "', \"'\", '") + "', '')"
+        xpath = f".//button[normalize-space()={literal}] | .//input[@type='submit' and @value={literal}]"
+        for attempt in range(3):
+            try:
+                found = [b for b in root.find_elements(self.By.XPATH, xpath) if b.is_displayed()]
+            except Exception:  # the page replaced the node while we looked: look again
+                if attempt == 2:
+                    raise
+                continue
+            if found:
+                return found[0]
         raise AssertionError(f"no visible button {text!r} on {self.path}")
+
+    def navigate(self, element: Any) -> None:
+        """Click something that loads a new page and wait until the new page has replaced the old
+        one (a click returns before the navigation ends)."""
+        from selenium.common.exceptions import WebDriverException
+        old = self.driver.find_element(self.By.TAG_NAME, "html")
+        element.click()
+
+        def replaced(_: Any) -> bool:
+            # Chromium answers for a node of an unloaded page with "stale element" or, while
+            # the new page settles, "Node ... does not belong to the document": both mean gone.
+            try:
+                old.is_enabled()
+                return False
+            except WebDriverException:
+                return True
+        self.wait(replaced)
+        self.wait(lambda d: d.execute_script("return document.readyState") == "complete")
+        self.check_console()
+
+    def press(self, text: str, within: Any = None) -> None:
+        """Submit with the button reading ``text`` and wait for the answer page."""
+        self.navigate(self.button(text, within))
+
+    def follow(self, text: str) -> None:
+        """Follow the link reading ``text`` and wait for the page."""
+        self.navigate(self.link(text))
 
     def fill(self, fields: dict[str, str], within: Any = None) -> None:
         root = within or self.driver
@@ -109,8 +145,7 @@ class Browser:
     def login(self, email: str, password: str) -> None:
         self.open("/")
         self.fill({"email": email, "password": password})
-        self.button("Log in").click()
-        self.check_console()
+        self.press("Log in")
 
     # --- proof ----------------------------------------------------------------------------------
     def shot(self, label: str) -> Path:

@@ -293,12 +293,14 @@ def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError)
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
         provenance = _provenance(conn, record["display_path"]) if record else None
-    by_field, general = record_form.problems_by_field(exc.problems or [exc.message])
+    by_field, general = record_form.problems_by_field(exc.problems)
     if not exc.problems:
         general = [exc.message]
+    placed = sum(len(v) for v in by_field.values())
+    headline = (f"Not saved: {placed} problem{'' if placed == 1 else 's'} with the values, each shown beside"
+                " its field." if placed else "Not saved.")
     return _record_page(c, record, record_form.typed_of(c.columns, request.form), status=status_of(exc),
-                        by_field=by_field, general=general, error=exc.message.split("\n")[0],
-                        provenance=provenance)
+                        by_field=by_field, general=general, error=headline, provenance=provenance)
 
 
 @bp.get("/databases/<int:collection_id>/records/<int:record_id>")
@@ -341,7 +343,7 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
             provenance = _provenance(conn, stale.current["display_path"])
         typed = record_form.typed_of(c.columns, request.form)
         mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
-                if typed[col["name"]] != record_form.field_text(col, stale.current.get(col["name"]))]
+                if record_form.changed(col, typed[col["name"]], stale.current.get(col["name"]))]
         return _record_page(c, stale.current, record_form.texts_of(c.columns, stale.current), status=409,
                             stale={"opened": opened, "mine": mine, "latest": provenance["latest"]},
                             provenance=provenance)

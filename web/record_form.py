@@ -85,7 +85,8 @@ def value_of(column: Mapping[str, Any], text: Any) -> Any:
     if not isinstance(text, str):
         return None
     if kind == "text":
-        return text if text != "" else None
+        # Browsers send a textarea's line breaks as CRLF; the stored text uses LF.
+        return text.replace("\r\n", "\n") if text != "" else None
     stripped = text.strip()
     if stripped == "":
         return None
@@ -101,7 +102,11 @@ def value_of(column: Mapping[str, Any], text: Any) -> Any:
         return {"true": True, "false": False}.get(stripped, stripped)
     if kind == "datetime":
         # The browser's datetime-local has no zone; the form is in UTC.
-        return stripped + "Z" if _LOCAL_DATETIME.match(stripped) else stripped
+        # Chromium drops ":00" seconds from the value it sends; put them back so an untouched
+        # input reads the same as the stored value.
+        if _LOCAL_DATETIME.match(stripped):
+            return stripped + (":00Z" if len(stripped) == 16 else "Z")
+        return stripped
     return stripped
 
 
@@ -111,6 +116,12 @@ def body_for_create(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, An
     return {k: v for k, v in body.items() if v is not None}
 
 
+def changed(column: Mapping[str, Any], typed: Any, value: Any) -> bool:
+    """Whether the input differs from the stored value as the form showed it, compared as values
+    (a browser may send the same datetime or lines in another spelling)."""
+    return value_of(column, typed) != value_of(column, field_text(column, value))
+
+
 def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, Any],
                      record: Mapping[str, Any]) -> dict[str, Any]:
     """The columns whose input differs from the record as the form showed it; an emptied input
@@ -118,7 +129,7 @@ def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, A
     patch: dict[str, Any] = {}
     for c in columns:
         name = c["name"]
-        if typed.get(name, "") != field_text(c, record.get(name)):
+        if changed(c, typed.get(name, ""), record.get(name)):
             patch[name] = value_of(c, typed.get(name, ""))
     return patch
 
