@@ -185,14 +185,16 @@ def table(collection_id: int) -> ResponseReturnValue:
         except Invalid as exc:
             out = {"total": 0, "records": []}
             error, problems = exc.message.split("\n")[0], exc.problems
-        count = colls.record_counts(conn, [c.id]).get(c.id, 0)
+        filtering = bool(state["q"] or state["where"])
+        # Unfiltered, the listing's total is the table's count: no second count.
+        count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering else out["total"]
     total = out["total"]
     pages = max(1, -(-total // PER_PAGE)) if not state["q"] else 1
     html = render_template(
         "databases/table.html", nav="databases", c=c, columns=c.columns, state=state, rows=out["records"],
         total=total, count=count, hint=out.get("hint"), pages=pages, error=error, problems=problems,
         per_page=PER_PAGE, url_with=_url_with, done=DONE.get(request.args.get("done", "")),
-        filtering=bool(state["q"] or state["where"]))
+        filtering=filtering)
     return html, 422 if error else 200
 
 
@@ -251,8 +253,12 @@ def delete_table(collection_id: int) -> ResponseReturnValue:
 # --- a record -------------------------------------------------------------------------------------
 
 def _provenance(conn: Any, display_path: str) -> dict[str, Any]:
-    return {"latest": files.latest(conn, principal().org_ids, [display_path]).get(display_path),
-            "history": files.history(conn, principal().org_ids, display_path, limit=HISTORY_LIMIT)}
+    """The strip's latest change and History. The newest history row is the latest change; only a
+    path without recorded changes (seeded data) asks files.latest for its last-saved facts."""
+    history = files.history(conn, principal().org_ids, display_path, limit=HISTORY_LIMIT)
+    latest = ({**history[0], "recorded": True} if history else
+              files.latest(conn, principal().org_ids, [display_path]).get(display_path))
+    return {"latest": latest, "history": history}
 
 
 def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *, status: int = 200,
