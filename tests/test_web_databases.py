@@ -229,3 +229,24 @@ def test_record_writes_need_the_csrf_token(server: RunningServer, boot, people, 
     token = csrf_of(s.get(f"{server.url}/databases/{people['id']}/records/new").text)
     r = s.post(f"{server.url}/databases/{people['id']}/records/new", data={"name": "Mallory", "csrf_token": token})
     assert r.status_code == 200 and ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 1
+
+
+def test_a_table_reads_without_javascript(server: RunningServer, boot, people, operator) -> None:
+    """The grid, its filters and its paging are server-rendered HTML: a client without scripts
+    (here plain requests) reads the same rows the browser shows."""
+    seed_people(operator, server, people)
+    s = web_login(server, boot["email"], boot["password"])
+    html = s.get(f"{server.url}/databases/{people['id']}", params={"f.stage": "active"}).text
+    assert html.count("<tr data-href") == 1 and "Ada Lovelace" in html and "Alan Turing" not in html
+    assert html.count('type="search"') == 1
+
+
+def test_search_as_you_type_keeps_the_url(browser: Browser, boot, people, operator, server) -> None:
+    seed_people(operator, server, people)
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{people['id']}")
+    browser.find('input[type="search"]').send_keys("hopper")
+    browser.wait(lambda d: len(browser.finds("tbody tr")) == 1)
+    assert "Grace Hopper" in browser.find("tbody tr").text and "q=hopper" in browser.path
+    browser.driver.refresh()
+    assert grid_names(browser) == ["Grace Hopper"]
