@@ -123,3 +123,18 @@ def test_the_org_switcher_shows_each_of_the_users_organisations(browser: Browser
     token = csrf_of(s.get(server.url + "/databases").text)
     r = s.post(server.url + "/org", data={"org_id": str(stranger["id"]), "csrf_token": token})
     assert r.status_code == 404
+
+
+def test_an_expired_session_asks_to_log_in_again(server: RunningServer, boot: dict[str, Any]) -> None:
+    s = web_login(server, boot["email"], boot["password"])
+    old = s.cookies["hf_session"]
+    with server.db.connection() as conn:
+        conn.execute("UPDATE web_sessions SET expires_at = now() - interval '1 second'")
+    r = s.get(server.url + "/databases", allow_redirects=False)
+    assert r.status_code == 302 and r.headers["Location"].startswith("/?next=")
+    # Logging in again replaces the old session row instead of adding to it.
+    r = s.post(server.url + "/login", data={"email": boot["email"], "password": boot["password"]},
+               allow_redirects=False)
+    assert r.status_code == 302 and s.cookies["hf_session"] != old
+    with server.db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM web_sessions").fetchone()["n"] == 1

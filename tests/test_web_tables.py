@@ -2,10 +2,6 @@
 live refresh when an agent adds a record. Each result is asserted through the API too."""
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
 from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
 from test_records_support import PEOPLE, call_tool, make_collection, ok
 

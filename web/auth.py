@@ -44,6 +44,8 @@ def login() -> ResponseReturnValue:
         why = ("That email and password (or API token) do not match an account; check both and try again."
                if principal is None else "This account is not a member of any organisation yet; ask an administrator.")
         return render_template("login.html", email=email, next=target or "", error=why), 401
+    # A login replaces the browser's earlier session (fixation: never reuse a cookie across logins).
+    sessions.end(db(), request.cookies.get(COOKIE))
     resp = make_response(redirect(target or url_for(HOME)))
     set_cookie(resp, sessions.create(db(), principal, password))
     return resp
