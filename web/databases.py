@@ -70,7 +70,8 @@ def _guild_id(raw: str) -> Any:
 @bp.get("/databases/new")
 @login_required
 def new_table() -> ResponseReturnValue:
-    return render_template("databases/new.html", nav="databases", form={"name": "", "purpose": "", "owner": ""},
+    owner = request.args.get("owner", "")
+    return render_template("databases/new.html", nav="databases", form={"name": "", "purpose": "", "owner": owner},
                            rows=columns_form.rows_of([], blank=4), owners=_owner_choices(),
                            types=columns_form.types(), problems=[], error=None)
 

@@ -110,6 +110,15 @@
     });
   }
 
+  // "/" jumps to the search box, as in most table tools.
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const target = ev.target;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    const box = document.querySelector('input[type="search"]');
+    if (box) { ev.preventDefault(); box.focus(); box.select(); }
+  });
+
   document.documentElement.classList.add("js");
   window.HostFinder = { csrf, reloadGrid };
 })();
