@@ -110,6 +110,29 @@
     });
   }
 
+  // Inline hints on the record form as a field is left: a number that is not one, a required
+  // field left empty. They never block the save: the store's answer is the rule, shown beside
+  // each field when it refuses.
+  const hint = (control, text) => {
+    let el = control.querySelector(".problem.inline");
+    if (!text) { if (el) el.remove(); control.classList.toggle("invalid", !!control.querySelector(".problem")); return; }
+    if (!el) { el = document.createElement("div"); el.className = "problem inline"; control.appendChild(el); }
+    el.textContent = text;
+    control.classList.add("invalid");
+  };
+  document.addEventListener("focusout", (ev) => {
+    const control = ev.target.closest && ev.target.closest(".record-form .control");
+    if (!control || !ev.target.name) return;
+    const value = (ev.target.value || "").trim();
+    if (control.dataset.kind === "number" && value && !/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value)) {
+      hint(control, "expected a number, such as 42 or 3.5");
+    } else if (control.hasAttribute("data-required") && !value && ev.target.type !== "checkbox") {
+      hint(control, "required");
+    } else {
+      hint(control, "");
+    }
+  });
+
   // "/" jumps to the search box, as in most table tools.
   document.addEventListener("keydown", (ev) => {
     if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
