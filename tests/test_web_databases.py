@@ -253,3 +253,16 @@ def test_search_as_you_type_keeps_the_url(browser: Browser, boot, people, operat
     assert "Grace Hopper" in browser.find("tbody tr").text and "q=hopper" in browser.path
     browser.driver.refresh()
     assert grid_names(browser) == ["Grace Hopper"]
+
+
+def test_values_are_shown_as_text_never_as_markup_or_formulas(server: RunningServer, boot, people, operator) -> None:
+    hostile = {"name": '<script>alert("x")</script>', "city": "=HYPERLINK(\"http://evil.example\")",
+               "tags": ["<b>bold</b>"], "stage": "new"}
+    ok(operator.post(f"{server.url}/api/collections/{people['id']}/records", json={"body": hostile}), 201)
+    s = web_login(server, boot["email"], boot["password"])
+    for path in ("", "/records/1"):
+        html = s.get(f"{server.url}/databases/{people['id']}{path}").text
+        assert "<script>alert" not in html and "&lt;script&gt;alert(" in html and "<b>bold" not in html
+    rows = list(csv.DictReader(io.StringIO(s.get(f"{server.url}/databases/{people['id']}/export.csv")
+                                           .content.decode("utf-8-sig"))))
+    assert rows[0]["city"].startswith("'=HYPERLINK")
