@@ -2,7 +2,10 @@
 live refresh when an agent adds a record. Each result is asserted through the API too."""
 from __future__ import annotations
 
-from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
+import time
+
+from tests.web_browser import Browser, browser, chromium, web_login  # noqa: F401 - fixtures
+from web import live
 from test_records_support import PEOPLE, call_tool, make_collection, ok
 
 
@@ -104,3 +107,28 @@ def test_live_refresh_after_an_agents_record_add(browser: Browser, boot, service
     browser.wait(lambda d: len(browser.finds("tbody tr")) == 1)
     assert "From an agent" in browser.find("tbody tr").text and browser.find("#total").text == "1"
     browser.shot("live")
+
+
+def test_past_the_stream_limit_a_page_is_told_to_poll(server, boot, db) -> None:
+    """Each live stream holds a worker thread; past live.MAX_STREAMS the events route answers 204
+    (EventSource stops, the page polls), and a closed stream frees its slot."""
+    leads = make_collection(db, boot["org_id"], "leads", PEOPLE)
+    s = web_login(server, boot["email"], boot["password"])
+    url = f"{server.url}/databases/{leads['id']}/events"
+    streams = [s.get(url, stream=True, timeout=10) for _ in range(live.MAX_STREAMS)]
+    try:
+        assert all(r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
+                   for r in streams)
+        assert next(streams[0].iter_lines(decode_unicode=True)).startswith("retry:")
+        assert s.get(url, timeout=10).status_code == 204
+    finally:
+        for r in streams:
+            r.close()
+    deadline = time.monotonic() + 15  # the server notices a closed connection at its next write
+    while time.monotonic() < deadline:
+        r = s.get(url, stream=True, timeout=10)
+        r.close()
+        if r.status_code == 200:
+            break
+        time.sleep(0.5)
+    assert r.status_code == 200

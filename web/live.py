@@ -13,13 +13,17 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from store.events import ChangeListener, Event
 
 log = logging.getLogger(__name__)
 
 STREAM_SECONDS = 55.0
+# Each open stream holds one of the server's worker threads (16 by default). Past this many, a
+# page is told to stop (204) and its script polls instead, so live pages never starve WebDAV or
+# the API of threads.
+MAX_STREAMS = 4
 HEARTBEAT_SECONDS = 3.0  # also how soon a closed tab frees its worker thread
 RETRY_MS = 1500
 
@@ -31,6 +35,19 @@ class _Hub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._queues: dict[str, set[queue.SimpleQueue[Event]]] = {}
+        self.streams = 0
+
+    def reserve(self) -> bool:
+        """Take a stream slot; False when MAX_STREAMS are open."""
+        with self._lock:
+            if self.streams >= MAX_STREAMS:
+                return False
+            self.streams += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.streams -= 1
 
     def subscribe(self, conninfo: str) -> queue.SimpleQueue[Event]:
         q: queue.SimpleQueue[Event] = queue.SimpleQueue()
@@ -89,8 +106,35 @@ def _concerns(event: Event, org_id: int, collection_path: str) -> bool:
     return event.get("org_id") == org_id and (path == collection_path or path.startswith(collection_path + "/"))
 
 
-def stream(conninfo: str, org_id: int, collection_path: str) -> Iterator[str]:
-    """The SSE body for one table: a ``ready`` event, then a ``change`` event per change."""
+def open_stream(conninfo: str, org_id: int, collection_path: str) -> Iterable[str] | None:
+    """The SSE body for one table, or None when MAX_STREAMS are already open (answer 204)."""
+    if not _hub.reserve():
+        return None
+    return _Stream(_stream(conninfo, org_id, collection_path))
+
+
+class _Stream:
+    """The body with a ``close`` the WSGI server calls however the response ends, even if it never
+    began (a generator's ``finally`` would not run then): the stream slot is given back once."""
+
+    def __init__(self, events: Iterator[str]) -> None:
+        self._events = events
+        self._open = True
+
+    def __iter__(self) -> Iterator[str]:
+        return self._events
+
+    def close(self) -> None:
+        try:
+            self._events.close()  # type: ignore[attr-defined]
+        finally:
+            if self._open:
+                self._open = False
+                _hub.release()
+
+
+def _stream(conninfo: str, org_id: int, collection_path: str) -> Iterator[str]:
+    """A ``ready`` event, then a ``change`` event per change, for STREAM_SECONDS."""
     q = _hub.subscribe(conninfo)
     try:
         yield f"retry: {RETRY_MS}\nevent: ready\ndata: {{}}\n\n"

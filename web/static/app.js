@@ -50,6 +50,7 @@
   const events = document.querySelector("[data-events]");
   if (events && window.EventSource) {
     let source = null;
+    let polling = null;
     let connectedBefore = false;
     const open = () => {
       source = new EventSource(events.getAttribute("data-events"));
@@ -59,7 +60,14 @@
         connectedBefore = true;
       });
       source.addEventListener("change", () => reloadGrid());
-      source.onerror = () => { if (status) status.classList.remove("on"); };
+      source.onerror = () => {
+        if (status) status.classList.remove("on");
+        // Closed for good (the server had no stream free and answered 204): poll instead.
+        if (source.readyState === EventSource.CLOSED && !polling) {
+          polling = window.setInterval(() => { if (!document.hidden) reloadGrid(); }, 15000);
+          if (status) status.textContent = "Refreshing every 15 s";
+        }
+      };
     };
     open();
     window.addEventListener("pagehide", () => source && source.close());
