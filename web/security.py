@@ -91,6 +91,9 @@ def _same_origin() -> bool:
 def register(app: Flask) -> None:
     @app.before_request
     def _load_session() -> None:
+        if request.endpoint in ("static", "favicon"):
+            g.web_session = None  # stylesheets and scripts need no session: no query for them
+            return
         g.web_session = sessions.lookup(db(), request.cookies.get(COOKIE))
         if g.web_session is not None:
             request.environ[PRINCIPAL_KEY] = g.web_session.principal
