@@ -256,7 +256,10 @@ def delete_table(collection_id: int) -> ResponseReturnValue:
 def _provenance(conn: Any, display_path: str) -> dict[str, Any]:
     """The strip's latest change and History. The newest history row is the latest change; only a
     path without recorded changes (seeded data) asks files.latest for its last-saved facts."""
-    history = files.history(conn, principal().org_ids, display_path, limit=HISTORY_LIMIT)
+    page = files.history(conn, principal().org_ids, display_path, limit=HISTORY_LIMIT)
+    # files.history returns the rows, or (once paged with a before cursor, on main since issue 11)
+    # {"changes": rows, "has_more": ...}: take either, so this page survives the merge.
+    history = page["changes"] if isinstance(page, dict) else page
     latest = ({**history[0], "recorded": True} if history else
               files.latest(conn, principal().org_ids, [display_path]).get(display_path))
     return {"latest": latest, "history": history}
