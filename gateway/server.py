@@ -1,7 +1,7 @@
 """One WSGI application for the whole gateway and the cheroot server that runs it.
 
-/dav/... goes to WsgiDAV, /api/... to Flask, / redirects a browser to /dav/. Every request leaves
-one access-log line: method, path, status, milliseconds, user. A server error is logged with its
+/dav/... goes to WsgiDAV, /api/... to the JSON API, everything else to the operator's web app
+(web/). Every request leaves one access-log line: method, path, status, milliseconds, user. A server error is logged with its
 traceback and answered with a short message, never the traceback."""
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dav_provider.app import MOUNT_PATH, build_dav_app
 from store.access import PRINCIPAL_KEY, Door
 from store.db import Database
 from store.filecache import FileCache
+from web import create_app as create_web_app
 
 access_log = logging.getLogger("hostfinder.access")
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class Gateway:
         self.cache = FileCache(db.conninfo).start() if read_cache else None
         self.api = create_app(db, door=self.door)
         self.dav = build_dav_app(db, self.door, cache=self.cache)
+        self.web = create_web_app(db, door=self.door)
 
     def close(self) -> None:
         if self.cache is not None:
@@ -60,7 +62,7 @@ class Gateway:
         elif path.startswith("/api/") or path == "/api":
             app = _refusal(environ) or self.api
         else:
-            app = _root
+            app = _refusal(environ) or self.web
         try:
             result = app(environ, recording_start_response)
             try:
@@ -116,13 +118,6 @@ def _plain(start_response: Callable[..., Any], status: str, sentence: str,
     start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
                             *(headers or [])])
     return [body]
-
-
-def _root(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-    if environ.get("PATH_INFO") in ("", "/"):
-        start_response("302 Found", [("Location", MOUNT_PATH + "/"), ("Content-Length", "0")])
-        return [b""]
-    return _plain(start_response, "404 Not Found", "Not found. The files are under /dav/ and the API under /api/.")
 
 
 def make_server(app: WSGIApp, host: str, port: int, *, threads: int = 16,

@@ -1,0 +1,493 @@
+"""The Databases page: the organisation's tables by owner, a table's records, a record's form, the
+columns editor and who reaches a table. Every view is one or a few store calls; every rule is the
+store's (store.collections, store.records), so the page and /api/ can never disagree.
+
+A table page's state is its URL (q, f.<column>[.gte|.lte], sort, dir, page), so a view can be
+bookmarked and the back button works; the same query goes to the store as the records route's
+``query``, ``where`` and ``order``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+
+from store import collections as colls
+from store import files, orgs, records
+from store.collections import collection_for_member
+from store.errors import Conflict, Invalid, NotFound, StoreError
+from web import columns_form, export, live, record_form
+from web.errors import status_of
+from web.security import db, login_required, principal, session
+
+bp = Blueprint("databases", __name__)
+
+PER_PAGE = 50
+SEARCH_LIMIT = 100
+HISTORY_LIMIT = 200
+DONE = {"created": "Table created.", "saved": "Saved.", "added": "Record added.", "deleted": "Record deleted.",
+        "cleared": "Every record was removed.", "columns": "Columns saved.", "access": "Access saved.",
+        "merged": "A record with that unique value already existed: your values were merged into it.",
+        "table-deleted": "Table deleted.", "unchanged": "Nothing changed, so nothing was saved."}
+
+
+# --- the list of tables ---------------------------------------------------------------------------
+
+def _by_owner(tables: list[dict[str, Any]], guilds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The organisation's tables first, then each guild's (guilds without tables too, so an
+    operator sees where a table could go)."""
+    groups = [{"title": "Organisation", "guild_id": None, "tables": [t for t in tables if t["guild_id"] is None]}]
+    for g in guilds:
+        groups.append({"title": g["name"], "guild_id": g["id"],
+                       "tables": [t for t in tables if t["guild_id"] == g["id"]]})
+    return groups
+
+
+@bp.get("/databases")
+@login_required
+def index() -> ResponseReturnValue:
+    org_id = session().org_id
+    with db().connection() as conn:
+        tables = colls.list_collections(conn, principal(), org_id)
+        directory = orgs.directory(conn, principal(), org_id)
+    return render_template("databases/index.html", nav="databases", groups=_by_owner(tables, directory["guilds"]),
+                           total=len(tables), done=DONE.get(request.args.get("done", "")))
+
+
+def _owner_choices() -> list[tuple[str, str]]:
+    with db().connection() as conn:
+        guilds = orgs.directory(conn, principal(), session().org_id)["guilds"]
+    return [("", "The organisation")] + [(str(g["id"]), f"Guild: {g['name']}") for g in guilds]
+
+
+def _guild_id(raw: str) -> Any:
+    """The owner select's value as the store's guild_id (None: the organisation)."""
+    raw = raw.strip()
+    return None if raw == "" else int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 19 else raw
+
+
+@bp.get("/databases/new")
+@login_required
+def new_table() -> ResponseReturnValue:
+    owner = request.args.get("owner", "")
+    return render_template("databases/new.html", nav="databases", form={"name": "", "purpose": "", "owner": owner},
+                           rows=columns_form.rows_of([], blank=4), owners=_owner_choices(),
+                           types=columns_form.types(), problems=[], error=None)
+
+
+@bp.post("/databases/new")
+@login_required
+def create_table() -> ResponseReturnValue:
+    form = {k: request.form.get(k, "") for k in ("name", "purpose", "owner")}
+    columns, rows = columns_form.parse(request.form)
+    body: dict[str, Any] = {"name": form["name"].strip(), "purpose": form["purpose"].strip(), "columns": columns}
+    if form["owner"]:
+        body["guild_id"] = _guild_id(form["owner"])
+    try:
+        c = colls.create_collection(db(), principal(), session().org_id, body)
+    except (Invalid, Conflict) as exc:
+        return render_template("databases/new.html", nav="databases", form=form,
+                               rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
+                               types=columns_form.types(), error=exc.message.split("\n")[0],
+                               problems=exc.problems), status_of(exc)
+    return redirect(url_for("databases.table", collection_id=c.id, done="created"))
+
+
+# --- a table --------------------------------------------------------------------------------------
+
+def _filters(columns: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the store's where, the filter inputs as sent) from f.<column>[.gte|.lte] parameters."""
+    where: dict[str, Any] = {}
+    sent: dict[str, str] = {}
+    for c in columns:
+        name, kind = c["name"], c["type"]
+        if kind in ("number", "datetime"):
+            bounds: dict[str, Any] = {}
+            for op in ("gte", "lte"):
+                raw = request.args.get(f"f.{name}.{op}", "").strip()
+                if raw:
+                    sent[f"{name}.{op}"] = raw
+                    bounds[op] = _bound(kind, op, raw)
+            if bounds:
+                where[name] = bounds
+            continue
+        raw = request.args.get(f"f.{name}", "").strip()
+        if not raw:
+            continue
+        sent[name] = raw
+        if kind == "boolean":
+            where[name] = {"true": True, "false": False, "empty": None}.get(raw, raw)
+        elif raw == "(empty)":
+            where[name] = None
+        else:
+            where[name] = raw
+    return where, sent
+
+
+def _bound(kind: str, op: str, raw: str) -> Any:
+    """A range bound as the store takes it: a number, or a date widened to the whole UTC day."""
+    if kind == "number":
+        value = record_form.value_of({"type": "number"}, raw)
+        return value
+    if len(raw) == 10 and raw[4] == "-" and raw[7] == "-":
+        return raw + ("T00:00:00Z" if op == "gte" else "T23:59:59.999999Z")
+    return record_form.value_of({"type": "datetime"}, raw)
+
+
+def _page() -> int:
+    raw = request.args.get("page", "1")
+    return max(1, min(int(raw), 10**6)) if raw.isascii() and raw.isdigit() and len(raw) < 8 else 1
+
+
+def table_state(collection: Any) -> dict[str, Any]:
+    """The view a table page's URL asks for."""
+    columns = collection.columns
+    where, sent = _filters(columns)
+    sort = request.args.get("sort", "").strip()
+    direction = "desc" if request.args.get("dir") == "desc" else "asc"
+    return {"q": request.args.get("q", "").strip(), "where": where, "filters": sent, "sort": sort,
+            "dir": direction, "page": _page()}
+
+
+def load_rows(conn: Any, collection: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """The records the state asks for, through the same store calls as the records route."""
+    where = state["where"] or None
+    if state["q"]:
+        return records.search_records(conn, [collection], state["q"], where=where, limit=SEARCH_LIMIT,
+                                      display_path=True, tool_name="search")
+    order = f"{state['sort']} {state['dir']}" if state["sort"] else None
+    return records.list_records(conn, collection, where=where, order=order, limit=PER_PAGE,
+                                offset=(state["page"] - 1) * PER_PAGE, display_path=True, tool_name="listing")
+
+
+def _url_with(**changes: Any) -> str:
+    """This page's URL with some parameters changed (None drops one)."""
+    args = request.args.to_dict(flat=True)
+    args.pop("done", None)
+    for key, value in changes.items():
+        if value is None:
+            args.pop(key, None)
+        else:
+            args[key] = value
+    return url_for(request.endpoint or "databases.table", **(request.view_args or {}), **args)
+
+
+@bp.get("/databases/<int:collection_id>")
+@login_required
+def table(collection_id: int) -> ResponseReturnValue:
+    problems: list[str] = []
+    error = None
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        state = table_state(c)
+        try:
+            out = load_rows(conn, c, state)
+        except Invalid as exc:
+            out = {"total": 0, "records": []}
+            error, problems = exc.message.split("\n")[0], exc.problems
+        filtering = bool(state["q"] or state["where"])
+        # Unfiltered, the listing's total is the table's count: no second count.
+        count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering else out["total"]
+    total = out["total"]
+    pages = max(1, -(-total // PER_PAGE)) if not state["q"] else 1
+    html = render_template(
+        "databases/table.html", nav="databases", c=c, columns=c.columns, state=state, rows=out["records"],
+        total=total, count=count, hint=out.get("hint"), pages=pages, error=error, problems=problems,
+        per_page=PER_PAGE, url_with=_url_with, done=DONE.get(request.args.get("done", "")),
+        filtering=filtering)
+    return html, 422 if error else 200
+
+
+# --- export, clear, delete ------------------------------------------------------------------------
+
+@bp.get("/databases/<int:collection_id>/export.<fmt>")
+@login_required
+def export_table(collection_id: int, fmt: str) -> ResponseReturnValue:
+    if fmt not in ("jsonl", "csv"):
+        raise NotFound(f"there is no {fmt} export; choose export.jsonl or export.csv")
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+    rows = records.export_records(db(), c)
+    body = export.jsonl(rows) if fmt == "jsonl" else export.csv_lines(c.columns, rows)
+    mimetype = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
+    return Response(body, mimetype=mimetype, headers={
+        "Content-Disposition": f'attachment; filename="{c.name}.{fmt}"', "Cache-Control": "no-store"})
+
+
+@bp.get("/databases/<int:collection_id>/clear")
+@login_required
+def confirm_clear(collection_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        count = colls.record_counts(conn, [c.id]).get(c.id, 0)
+    return render_template("databases/confirm.html", nav="databases", c=c, action="clear", count=count)
+
+
+@bp.post("/databases/<int:collection_id>/clear")
+@login_required
+def clear(collection_id: int) -> ResponseReturnValue:
+    with db().transaction() as conn:
+        c = collection_for_member(conn, principal(), collection_id, lock=True)
+        records.clear_records(conn, c, principal().actor)
+    return redirect(url_for("databases.table", collection_id=collection_id, done="cleared"))
+
+
+@bp.get("/databases/<int:collection_id>/delete")
+@login_required
+def confirm_delete(collection_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        count = colls.record_counts(conn, [c.id]).get(c.id, 0)
+        reach = colls.access_list(conn, c)
+    return render_template("databases/confirm.html", nav="databases", c=c, action="delete", count=count,
+                           reach=reach)
+
+
+@bp.post("/databases/<int:collection_id>/delete")
+@login_required
+def delete_table(collection_id: int) -> ResponseReturnValue:
+    colls.delete_collection(db(), principal(), collection_id)
+    return redirect(url_for("databases.index", done="table-deleted"))
+
+
+# --- a record -------------------------------------------------------------------------------------
+
+def _provenance(conn: Any, display_path: str) -> dict[str, Any]:
+    """The strip's latest change and History. The newest history row is the latest change; only a
+    path without recorded changes (seeded data) asks files.latest for its last-saved facts."""
+    page = files.history(conn, principal().org_ids, display_path, limit=HISTORY_LIMIT)
+    # files.history returns the rows, or (once paged with a before cursor, on main since issue 11)
+    # {"changes": rows, "has_more": ...}: take either, so this page survives the merge.
+    history = page["changes"] if isinstance(page, dict) else page
+    latest = ({**history[0], "recorded": True} if history else
+              files.latest(conn, principal().org_ids, [display_path]).get(display_path))
+    return {"latest": latest, "history": history}
+
+
+def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *, status: int = 200,
+                 by_field: dict[str, list[str]] | None = None, error: str | None = None,
+                 general: list[str] | None = None, stale: dict[str, Any] | None = None,
+                 provenance: dict[str, Any] | None = None) -> ResponseReturnValue:
+    return render_template(
+        "databases/record.html", nav="databases", c=c, record=record,
+        fields=record_form.fields(c.columns, texts, by_field), type_labels=record_form.TYPE_LABELS,
+        error=error, general=general or [], stale=stale, provenance=provenance,
+        done=DONE.get(request.args.get("done", ""))), status
+
+
+@bp.get("/databases/<int:collection_id>/records/new")
+@login_required
+def new_record(collection_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+    return _record_page(c, None, record_form.texts_of(c.columns, None))
+
+
+@bp.post("/databases/<int:collection_id>/records/new")
+@login_required
+def add_record(collection_id: int) -> ResponseReturnValue:
+    try:
+        with db().transaction() as conn:
+            c = collection_for_member(conn, principal(), collection_id, lock=True)
+            typed = record_form.typed_of(c.columns, request.form)
+            result = records.record_add(conn, c, record_form.body_for_create(c.columns, typed), principal().actor)
+    except (Invalid, Conflict) as exc:
+        return _refused(collection_id, None, exc)
+    done = "merged" if result.merged is not None else "added"
+    return redirect(url_for("databases.record", collection_id=collection_id, record_id=result.record["id"], done=done))
+
+
+def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError) -> ResponseReturnValue:
+    """The form again, with what was typed and every problem beside its field."""
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        provenance = _provenance(conn, record["display_path"]) if record else None
+    by_field, general = record_form.problems_by_field(exc.problems)
+    if not exc.problems:
+        general = [exc.message]
+    placed = sum(len(v) for v in by_field.values())
+    headline = (f"Not saved: {placed} problem{'' if placed == 1 else 's'} with the values, each shown beside"
+                " its field." if placed else "Not saved.")
+    return _record_page(c, record, record_form.typed_of(c.columns, request.form), status=status_of(exc),
+                        by_field=by_field, general=general, error=headline, provenance=provenance)
+
+
+@bp.get("/databases/<int:collection_id>/records/<int:record_id>")
+@login_required
+def record(collection_id: int, record_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        rec = records.get_record(conn, c, record_id)
+        provenance = _provenance(conn, rec["display_path"])
+    return _record_page(c, rec, record_form.texts_of(c.columns, rec), provenance=provenance)
+
+
+class _Stale(Exception):
+    def __init__(self, current: dict[str, Any]) -> None:
+        self.current = current
+
+
+@bp.post("/databases/<int:collection_id>/records/<int:record_id>")
+@login_required
+def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
+    opened = request.form.get("version", "")
+    current: dict[str, Any] | None = None
+    try:
+        with db().transaction() as conn:
+            c = collection_for_member(conn, principal(), collection_id, lock=True)
+            current = records.get_record(conn, c, record_id)
+            # The collection's row lock serialises writers, so nothing can slip in between this
+            # check and the update.
+            if opened != str(current["version"]):
+                raise _Stale(current)
+            typed = record_form.typed_of(c.columns, request.form)
+            patch = record_form.patch_for_update(c.columns, typed, current)
+            if not patch:
+                return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id,
+                                        done="unchanged"))
+            records.record_update(conn, c, record_id, patch, principal().actor)
+    except _Stale as stale:
+        with db().connection() as conn:
+            c = collection_for_member(conn, principal(), collection_id)
+            provenance = _provenance(conn, stale.current["display_path"])
+        typed = record_form.typed_of(c.columns, request.form)
+        mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
+                if record_form.changed(col, typed[col["name"]], stale.current.get(col["name"]))]
+        return _record_page(c, stale.current, record_form.texts_of(c.columns, stale.current), status=409,
+                            stale={"opened": opened, "mine": mine, "latest": provenance["latest"]},
+                            provenance=provenance)
+    except (Invalid, Conflict) as exc:
+        return _refused(collection_id, current, exc)
+    return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id, done="saved"))
+
+
+@bp.get("/databases/<int:collection_id>/records/<int:record_id>/delete")
+@login_required
+def confirm_delete_record(collection_id: int, record_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        rec = records.get_record(conn, c, record_id)
+    return render_template("databases/confirm.html", nav="databases", c=c, action="delete-record", record=rec)
+
+
+@bp.post("/databases/<int:collection_id>/records/<int:record_id>/delete")
+@login_required
+def delete_record(collection_id: int, record_id: int) -> ResponseReturnValue:
+    with db().transaction() as conn:
+        c = collection_for_member(conn, principal(), collection_id, lock=True)
+        records.record_remove(conn, c, record_id, principal().actor)
+    return redirect(url_for("databases.table", collection_id=collection_id, done="deleted"))
+
+
+# --- the columns editor ---------------------------------------------------------------------------
+
+def _settings_form(c: Any) -> dict[str, str]:
+    return {"name": c.name, "purpose": c.purpose, "owner": "" if c.guild_id is None else str(c.guild_id)}
+
+
+@bp.get("/databases/<int:collection_id>/columns")
+@login_required
+def columns(collection_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+    return render_template("databases/columns.html", nav="databases", c=c, form=_settings_form(c),
+                           rows=columns_form.rows_of(c.columns), owners=_owner_choices(), types=columns_form.types(),
+                           etag=colls.collection_etag(c), done=DONE.get(request.args.get("done", "")))
+
+
+@bp.post("/databases/<int:collection_id>/columns")
+@login_required
+def save_columns(collection_id: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+    form = {k: request.form.get(k, "") for k in ("name", "purpose", "owner")}
+    new_columns, rows = columns_form.parse(request.form)
+    body: dict[str, Any] = {"columns": new_columns}
+    if form["name"].strip() != c.name:
+        body["name"] = form["name"].strip()
+    if form["purpose"].strip() != c.purpose:
+        body["purpose"] = form["purpose"].strip()
+    if _guild_id(form["owner"]) != c.guild_id:
+        body["guild_id"] = _guild_id(form["owner"])
+    try:
+        colls.alter_collection(db(), principal(), collection_id, body, if_match=request.form.get("etag") or None)
+    except (Invalid, Conflict, StoreError) as exc:
+        if isinstance(exc, NotFound):
+            raise
+        with db().connection() as conn:
+            c = collection_for_member(conn, principal(), collection_id)
+        return render_template("databases/columns.html", nav="databases", c=c, form=form,
+                               rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
+                               types=columns_form.types(), etag=request.form.get("etag", ""),
+                               error=exc.message.split("\n")[0], problems=exc.problems), status_of(exc)
+    return redirect(url_for("databases.columns", collection_id=collection_id, done="columns"))
+
+
+# --- who reaches a table --------------------------------------------------------------------------
+
+@bp.get("/databases/<int:collection_id>/access")
+@login_required
+def access(collection_id: int, *, error: str | None = None, problems: list[str] | None = None,
+           status: int = 200) -> ResponseReturnValue:
+    p = principal()
+    with db().connection() as conn:
+        c = collection_for_member(conn, p, collection_id)
+        reach = colls.access_list(conn, c)
+        directory = orgs.directory(conn, p, c.org_id)
+        # The effective mode is the store's rule (agent row ?? guild base): asked per agent, one
+        # query each, bounded by the organisation's agents, not by the records.
+        per_agent = {a["id"]: next((e for e in colls.agent_access(conn, p, a["id"])["collections"]
+                                    if e["collection_id"] == c.id), None) for a in directory["agents"]}
+    guild_names = {g["id"]: g["name"] for g in directory["guilds"]}
+    granted = {g["guild_id"]: g["mode"] for g in reach["guilds"]}
+    guild_rows = ([{"id": c.guild_id, "name": guild_names.get(c.guild_id, ""), "mode": "write"}] if c.guild_id else
+                  [{"id": g["id"], "name": g["name"], "mode": granted.get(g["id"])} for g in directory["guilds"]])
+    agent_rows = []
+    for a in directory["agents"]:
+        entry = per_agent.get(a["id"]) or {}
+        agent_rows.append({"id": a["id"], "name": a["name"], "guild_name": guild_names.get(a["guild_id"], ""),
+                           "guild_mode": entry.get("guild_mode"), "agent_mode": entry.get("agent_mode"),
+                           "effective": entry.get("effective")})
+    return render_template("databases/access.html", nav="databases", c=c, guild_rows=guild_rows,
+                           agent_rows=agent_rows, owner_name=guild_names.get(c.guild_id, ""),
+                           done=DONE.get(request.args.get("done", "")), error=error, problems=problems or []), status
+
+
+@bp.post("/databases/<int:collection_id>/access")
+@login_required
+def save_access(collection_id: int) -> ResponseReturnValue:
+    mode = request.form.get("mode", "") or None
+    try:
+        if request.form.get("agent_id"):
+            agent_id = _form_id("agent_id")
+            colls.set_agent_access(db(), principal(), agent_id, {"collection_id": collection_id, "mode": mode})
+        else:
+            guild_id = _form_id("guild_id")
+            colls.set_guild_access(db(), principal(), guild_id, {"collection_id": collection_id, "mode": mode})
+    except Invalid as exc:
+        return access(collection_id, error=exc.message.split("\n")[0], problems=exc.problems, status=status_of(exc))
+    return redirect(url_for("databases.access", collection_id=collection_id, done="access"))
+
+
+def _form_id(name: str) -> int:
+    raw = request.form.get(name, "")
+    if not (raw.isascii() and raw.isdigit() and 0 < len(raw) < 19):
+        raise Invalid(f"{name} must be a whole number; got {raw!r}", [f"{name}: a whole number; got {raw!r}"])
+    return int(raw)
+
+
+# --- live refresh ---------------------------------------------------------------------------------
+
+@bp.get("/databases/<int:collection_id>/events")
+@login_required
+def events(collection_id: int) -> ResponseReturnValue:
+    """Server-Sent Events: one ``change`` event per committed change to this table or its records
+    (from guild.files.changed), so the page can refresh itself."""
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+    body = live.open_stream(db().conninfo, c.org_id, c.display_path)
+    if body is None:  # every stream slot is taken: the page polls instead (204 stops EventSource)
+        return Response(status=204)
+    return Response(body, mimetype="text/event-stream", headers={"Cache-Control": "no-store",
+                                                                 "X-Accel-Buffering": "no"})

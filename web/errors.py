@@ -1,0 +1,62 @@
+"""Store errors as web pages: the one table of statuses, and the page that says what went wrong.
+
+A refusal the person can fix (a form with problems) is rendered by the form's own view beside its
+fields; everything else reaching here is a page with the store's sentence and its problems.
+"""
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, render_template, request
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException
+
+from store import errors as e
+
+log = logging.getLogger(__name__)
+
+# Most specific first: the first class in the exception's MRO found here wins.
+STATUS: dict[type[e.StoreError], int] = {
+    e.Unauthenticated: 401,
+    e.NotFound: 404,
+    e.Forbidden: 403,
+    e.NotANote: 422,
+    e.Invalid: 422,
+    e.Conflict: 409,
+    e.TooLarge: 413,
+    e.LimitReached: 422,
+    e.PreconditionFailed: 412,
+    e.Locked: 423,
+}
+
+TITLES = {400: "Bad request", 401: "Not logged in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
+          409: "Conflict", 412: "Changed meanwhile", 413: "Too large", 422: "Not accepted", 423: "Locked",
+          429: "Too many attempts", 500: "Server error"}
+
+
+def status_of(exc: e.StoreError) -> int:
+    return e.translate(STATUS, exc, 400)
+
+
+def page(status: int, message: str, problems: list[str] | None = None) -> ResponseReturnValue:
+    """The message page: title for the status, the sentence, each problem, a way back."""
+    return render_template("error.html", status=status, title=TITLES.get(status, "Error"), message=message,
+                           problems=problems or []), status
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(e.StoreError)
+    def _store_error(exc: e.StoreError) -> ResponseReturnValue:
+        return page(status_of(exc), exc.message, exc.problems)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> ResponseReturnValue:
+        code = exc.code or 500
+        if code == 404:
+            return page(404, f"There is no page at {request.path}. Databases and Notes are in the menu above.")
+        return page(code, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _server_error(exc: Exception) -> ResponseReturnValue:
+        log.exception("unexpected error in %s %s", request.method, request.path)
+        return page(500, "The server could not complete the request; the error has been logged.")

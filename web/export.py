@@ -1,0 +1,60 @@
+"""A table's records as downloads: JSONL (as the API exports it) and CSV for spreadsheets.
+
+Both stream from store.records.export_records (a server-side cursor), so memory stays flat
+however many records the table holds."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+CHUNK = 500
+META = ("created_at", "updated_at", "updated_by", "version")
+# A cell a spreadsheet would run as a formula (CSV injection): shown with a leading apostrophe.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    chunk: list[str] = []
+    for record in rows:
+        chunk.append(json.dumps(record, ensure_ascii=False))
+        if len(chunk) >= CHUNK:
+            yield "\n".join(chunk) + "\n"
+            chunk = []
+    if chunk:
+        yield "\n".join(chunk) + "\n"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        value = "; ".join(str(v) for v in value)
+    text = str(value)
+    return "'" + text if isinstance(value, str) and text.startswith(_FORMULA) else text
+
+
+def csv_lines(columns: Sequence[dict[str, Any]], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """A header row (id, the columns, then the record's facts), one row per record; UTF-8 with a
+    byte-order mark so that Excel reads accents right."""
+    names = ["id", *(c["name"] for c in columns), *META]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\r\n")
+    writer.writerow(names)
+    yield "\ufeff" + buf.getvalue()
+    count = 0
+    buf.seek(0)
+    buf.truncate()
+    for record in rows:
+        writer.writerow([record.get("id") if n == "id" else _cell(record.get(n)) for n in names])
+        count += 1
+        if count % CHUNK == 0:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    if buf.getvalue():
+        yield buf.getvalue()

@@ -1,0 +1,155 @@
+"""Live refresh: change events (``guild.files.changed``) as Server-Sent Events for a table page.
+
+One LISTEN connection per process (store.events.ChangeListener) feeds every open stream, so an
+agent's record_add through any gateway reaches every browser watching that table. A stream lasts
+STREAM_SECONDS and then ends with a ``retry`` hint: each stream holds one of the server's worker
+threads, and EventSource reconnects by itself (the page reloads its rows on reconnect, so nothing
+that happened in between is missed).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator
+
+from store.events import ChangeListener, Event
+
+log = logging.getLogger(__name__)
+
+STREAM_SECONDS = 55.0
+# Each open stream holds one of the server's worker threads (16 by default). Past this many, a
+# page is told to stop (204) and its script polls instead, so live pages never starve WebDAV or
+# the API of threads.
+MAX_STREAMS = 4
+HEARTBEAT_SECONDS = 3.0  # also how soon a closed tab frees its worker thread
+RETRY_MS = 1500
+
+
+class _Hub:
+    """Per database: one LISTEN follower thread and the queues of its open streams. The follower
+    ends when its last stream closes, so an idle gateway holds no extra connection."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[str, set[queue.SimpleQueue[Event]]] = {}
+        self.streams = 0
+
+    def reserve(self) -> bool:
+        """Take a stream slot; False when MAX_STREAMS are open."""
+        with self._lock:
+            if self.streams >= MAX_STREAMS:
+                return False
+            self.streams += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.streams -= 1
+
+    def subscribe(self, conninfo: str) -> queue.SimpleQueue[Event]:
+        q: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        with self._lock:
+            subscribers = self._queues.get(conninfo)
+            start = subscribers is None
+            if start:
+                subscribers = self._queues[conninfo] = set()
+            subscribers.add(q)
+        if start:
+            ready = threading.Event()
+            threading.Thread(target=self._follow, args=(conninfo, subscribers, ready), daemon=True,
+                             name="web-live-listen").start()
+            ready.wait(5)  # LISTEN is in place before the page's first change can happen
+        return q
+
+    def unsubscribe(self, conninfo: str, q: queue.SimpleQueue[Event]) -> None:
+        with self._lock:
+            self._queues.get(conninfo, set()).discard(q)
+
+    def _follow(self, conninfo: str, subscribers: set[queue.SimpleQueue[Event]], ready: threading.Event) -> None:
+        listener = ChangeListener(conninfo)
+        try:
+            while True:
+                try:
+                    listener.connect()
+                    ready.set()
+                    while True:
+                        events = listener.wait(1.0)
+                        with self._lock:
+                            if not subscribers:
+                                # Under the lock: a new stream now starts a new follower.
+                                del self._queues[conninfo]
+                                return
+                            targets = list(subscribers)
+                        for event in events:
+                            for q in targets:
+                                q.put(event)
+                except Exception:  # the database restarted or the connection dropped: follow again
+                    log.warning("live refresh: lost the LISTEN connection; reconnecting", exc_info=True)
+                    ready.set()
+                    with self._lock:
+                        if not subscribers:
+                            del self._queues[conninfo]
+                            return
+                    time.sleep(1.0)
+        finally:
+            listener.close()
+
+
+_hub = _Hub()
+
+
+def _concerns(event: Event, org_id: int, collection_path: str) -> bool:
+    path = str(event.get("display_path") or "")
+    return event.get("org_id") == org_id and (path == collection_path or path.startswith(collection_path + "/"))
+
+
+def open_stream(conninfo: str, org_id: int, collection_path: str) -> Iterable[str] | None:
+    """The SSE body for one table, or None when MAX_STREAMS are already open (answer 204)."""
+    if not _hub.reserve():
+        return None
+    return _Stream(_stream(conninfo, org_id, collection_path))
+
+
+class _Stream:
+    """The body with a ``close`` the WSGI server calls however the response ends, even if it never
+    began (a generator's ``finally`` would not run then): the stream slot is given back once."""
+
+    def __init__(self, events: Iterator[str]) -> None:
+        self._events = events
+        self._open = True
+
+    def __iter__(self) -> Iterator[str]:
+        return self._events
+
+    def close(self) -> None:
+        try:
+            self._events.close()  # type: ignore[attr-defined]
+        finally:
+            if self._open:
+                self._open = False
+                _hub.release()
+
+
+def _stream(conninfo: str, org_id: int, collection_path: str) -> Iterator[str]:
+    """A ``ready`` event, then a ``change`` event per change, for STREAM_SECONDS."""
+    q = _hub.subscribe(conninfo)
+    try:
+        yield f"retry: {RETRY_MS}\nevent: ready\ndata: {{}}\n\n"
+        deadline = time.monotonic() + STREAM_SECONDS
+        last_beat = time.monotonic()
+        while time.monotonic() < deadline:
+            try:
+                event = q.get(timeout=1.0)
+            except queue.Empty:
+                if time.monotonic() - last_beat > HEARTBEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    yield ": keep-alive\n\n"
+                continue
+            if _concerns(event, org_id, collection_path):
+                data = {k: event.get(k) for k in ("display_path", "operation", "version", "change_id")}
+                yield f"id: {event.get('change_id', '')}\nevent: change\ndata: {json.dumps(data)}\n\n"
+    finally:
+        _hub.unsubscribe(conninfo, q)

@@ -1,0 +1,163 @@
+"""A record as an HTML form and back: one input per declared column, fitted to its type, and the
+submitted fields turned into the body the store checks.
+
+The form only translates: every rule (required, listed values, types) is the store's, which
+answers with every problem at once; ``problems_by_field`` puts each beside the input it names.
+What the person typed is kept as text (``typed``), so a refused save shows it unchanged.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from werkzeug.datastructures import MultiDict
+
+_INTEGER = re.compile(r"-?[0-9]+\Z")
+_LOCAL_DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?\Z")
+_COLUMN_PROBLEM = re.compile(r'column "([a-z][a-z0-9_]*)": ')
+TYPE_LABELS = {"text": "text", "number": "number", "boolean": "yes / no", "datetime": "date and time (UTC)",
+               "array": "list"}
+
+
+@dataclass
+class Field:
+    """One input of the form, ready for the template."""
+    name: str
+    type: str
+    widget: str            # text, textarea, number, select, boolean, datetime, checkboxes, lines
+    description: str
+    required: bool
+    unique: bool
+    text: Any              # the input's value: a string, or a list of strings for checkboxes
+    options: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def widget_of(column: Mapping[str, Any], text: Any = "") -> str:
+    kind, values = column["type"], column.get("values")
+    if kind == "text":
+        if values:
+            return "select"
+        return "textarea" if isinstance(text, str) and ("\n" in text or len(text) > 80) else "text"
+    if kind == "array":
+        return "checkboxes" if values else "lines"
+    return {"number": "number", "boolean": "boolean", "datetime": "datetime"}.get(kind, "text")
+
+
+def field_text(column: Mapping[str, Any], value: Any) -> Any:
+    """A stored value as its input shows it."""
+    kind = column["type"]
+    if value is None:
+        return [] if kind == "array" and column.get("values") else ""
+    if kind == "boolean":
+        return "true" if value is True else "false" if value is False else str(value)
+    if kind == "datetime" and isinstance(value, str):
+        # datetime-local shows no zone: values are UTC (the label says so); seconds kept.
+        return value.removesuffix("Z")[:19] if value.endswith("Z") else value
+    if kind == "array":
+        items = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        return items if column.get("values") else "\n".join(items)
+    return str(value)
+
+
+def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
+    """What was typed, per column, as the inputs hold it."""
+    out: dict[str, Any] = {}
+    for c in columns:
+        if c["type"] == "array" and c.get("values"):
+            out[c["name"]] = form.getlist(c["name"])
+        else:
+            out[c["name"]] = form.get(c["name"], "")
+    return out
+
+
+def value_of(column: Mapping[str, Any], text: Any) -> Any:
+    """The typed text as the JSON value the store checks; None for an empty input (no value).
+    Text that cannot be the column's type is passed on as it is, so the store says what is wrong."""
+    kind = column["type"]
+    if kind == "array":
+        items = list(text) if isinstance(text, list) else [line.strip() for line in str(text).splitlines()]
+        items = [i for i in items if i]
+        return items or None
+    if not isinstance(text, str):
+        return None
+    if kind == "text":
+        # Browsers send a textarea's line breaks as CRLF; the stored text uses LF.
+        return text.replace("\r\n", "\n") if text != "" else None
+    stripped = text.strip()
+    if stripped == "":
+        return None
+    if kind == "number":
+        if _INTEGER.match(stripped) and len(stripped) <= 18:
+            return int(stripped)
+        try:
+            number = float(stripped)
+        except ValueError:
+            return stripped
+        return number if math.isfinite(number) else stripped
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(stripped, stripped)
+    if kind == "datetime":
+        # The browser's datetime-local has no zone; the form is in UTC.
+        # Chromium drops ":00" seconds from the value it sends; put them back so an untouched
+        # input reads the same as the stored value.
+        if _LOCAL_DATETIME.match(stripped):
+            return stripped + (":00Z" if len(stripped) == 16 else "Z")
+        return stripped
+    return stripped
+
+
+def body_for_create(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, Any]) -> dict[str, Any]:
+    """Every column that has a value (an empty input adds nothing)."""
+    body = {c["name"]: value_of(c, typed.get(c["name"], "")) for c in columns}
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def changed(column: Mapping[str, Any], typed: Any, value: Any) -> bool:
+    """Whether the input differs from the stored value as the form showed it, compared as values
+    (a browser may send the same datetime or lines in another spelling)."""
+    return value_of(column, typed) != value_of(column, field_text(column, value))
+
+
+def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, Any],
+                     record: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns whose input differs from the record as the form showed it; an emptied input
+    sends null, which clears an optional column (and the store refuses it for a required one)."""
+    patch: dict[str, Any] = {}
+    for c in columns:
+        name = c["name"]
+        if changed(c, typed.get(name, ""), record.get(name)):
+            patch[name] = value_of(c, typed.get(name, ""))
+    return patch
+
+
+def problems_by_field(problems: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each store problem beside the column it names (``column "x": ...``); the rest stay general."""
+    by: dict[str, list[str]] = {}
+    general: list[str] = []
+    for p in problems:
+        m = _COLUMN_PROBLEM.match(p)
+        if m:
+            by.setdefault(m.group(1), []).append(p[m.end():])
+        else:
+            general.append(p)
+    return by, general
+
+
+def fields(columns: Sequence[Mapping[str, Any]], texts: Mapping[str, Any],
+           problems: Mapping[str, list[str]] | None = None) -> list[Field]:
+    out = []
+    for c in columns:
+        text = texts.get(c["name"], [] if c["type"] == "array" and c.get("values") else "")
+        out.append(Field(name=c["name"], type=c["type"], widget=widget_of(c, text),
+                         description=c.get("description", ""), required=bool(c.get("required")),
+                         unique=bool(c.get("unique")), text=text, options=list(c.get("values") or []),
+                         problems=list((problems or {}).get(c["name"], []))))
+    return out
+
+
+def texts_of(columns: Sequence[Mapping[str, Any]], record: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {c["name"]: field_text(c, (record or {}).get(c["name"])) for c in columns}
