@@ -116,6 +116,23 @@ def test_paging_shows_the_total(browser: Browser, boot, leads, operator, server,
     assert len(browser.finds("tbody tr")) == 20
 
 
+def test_search_hits_page_and_sort_like_a_listing(browser: Browser, boot, leads, operator, server, db) -> None:
+    bulk_records(db, leads, 120)
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{leads['id']}?q=example")
+    assert browser.find("#total").text == "120" and "page 1 of 3" in browser.text()
+    assert len(browser.finds("tbody tr")) == 50
+    browser.follow("Next →")
+    assert "page=2" in browser.path and len(browser.finds("tbody tr")) == 50
+    # A sorted header orders the hits by that column instead of rank, as the records route does.
+    browser.open(f"/databases/{leads['id']}?q=example&sort=score&dir=desc")
+    first = [td.text for td in browser.finds("tbody tr td.id")][:3]
+    api = ok(operator.get(f"{server.url}/api/collections/{leads['id']}/records",
+                          params={"query": "example", "order": "score desc", "limit": 3}))
+    assert first == [str(r["id"]) for r in api["records"]] == ["120", "119", "118"]
+    assert "sorted by score" in browser.text()
+
+
 def test_add_edit_and_delete_a_record(browser: Browser, boot, people, operator, server) -> None:
     browser.login(boot["email"], boot["password"])
     browser.open(f"/databases/{people['id']}")

@@ -24,7 +24,6 @@ from web.security import db, login_required, principal, session
 bp = Blueprint("databases", __name__)
 
 PER_PAGE = 50
-SEARCH_LIMIT = 100
 HISTORY_LIMIT = 200
 DONE = {"created": "Table created.", "saved": "Saved.", "added": "Record added.", "deleted": "Record deleted.",
         "cleared": "Every record was removed.", "columns": "Columns saved.", "access": "Access saved.",
@@ -153,12 +152,14 @@ def table_state(collection: Any) -> dict[str, Any]:
 def load_rows(conn: Any, collection: Any, state: dict[str, Any]) -> dict[str, Any]:
     """The records the state asks for, through the same store calls as the records route."""
     where = state["where"] or None
-    if state["q"]:
-        return records.search_records(conn, [collection], state["q"], where=where, limit=SEARCH_LIMIT,
-                                      display_path=True, tool_name="search")
     order = f"{state['sort']} {state['dir']}" if state["sort"] else None
+    offset = (state["page"] - 1) * PER_PAGE
+    if state["q"]:
+        # Ranked hits, paged like a listing; a sorted header orders the hits instead of rank.
+        return records.search_records(conn, [collection], state["q"], where=where, order=order, limit=PER_PAGE,
+                                      offset=offset, display_path=True, tool_name="search")
     return records.list_records(conn, collection, where=where, order=order, limit=PER_PAGE,
-                                offset=(state["page"] - 1) * PER_PAGE, display_path=True, tool_name="listing")
+                                offset=offset, display_path=True, tool_name="listing")
 
 
 def _url_with(**changes: Any) -> str:
@@ -190,7 +191,7 @@ def table(collection_id: int) -> ResponseReturnValue:
         # Unfiltered, the listing's total is the table's count: no second count.
         count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering else out["total"]
     total = out["total"]
-    pages = max(1, -(-total // PER_PAGE)) if not state["q"] else 1
+    pages = max(1, -(-total // PER_PAGE))
     html = render_template(
         "databases/table.html", nav="databases", c=c, columns=c.columns, state=state, rows=out["records"],
         total=total, count=count, hint=out.get("hint"), pages=pages, error=error, problems=problems,
