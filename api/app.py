@@ -4,8 +4,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from flask import Flask, jsonify
+from flask import Flask, Response, jsonify, request
 from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import MethodNotAllowed
 
 from api import errors
 from api.context import AsciiIntConverter
@@ -40,6 +41,15 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
     app.extensions["hostfinder.db"] = db
     app.extensions["hostfinder.door"] = door or Door(db)
     errors.register(app)
+
+    @app.errorhandler(MethodNotAllowed)
+    def _method_not_allowed(exc: MethodNotAllowed) -> Response:
+        # RFC 9110 15.5.6: a 405 lists the methods the resource does take.
+        allowed = sorted(exc.valid_methods or [])
+        resp = errors.error_response(405, f"{request.method} is not allowed here; this route takes "
+                                          f"{', '.join(allowed)}")
+        resp.headers["Allow"] = ", ".join(allowed)
+        return resp
     # <int:id> in routes: ASCII digits within bigint only ('/api/collections/١' is no id).
     app.url_map.converters["int"] = AsciiIntConverter
 

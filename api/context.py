@@ -90,11 +90,28 @@ def number(text: str | None, label: str, *, minimum: int = 0, maximum: int = INT
     return int(text.strip())
 
 
+def _at_most(bound: int) -> str:
+    """A regular expression for the decimal numbers from 0 to ``bound`` (leading zeros allowed)."""
+    digits = str(bound)
+    shorter = f"[0-9]{{1,{len(digits) - 1}}}" if len(digits) > 1 else None
+    same_length = [digits]
+    for i, d in enumerate(digits):
+        if d != "0":
+            rest = len(digits) - i - 1
+            same_length.append(f"{digits[:i]}[0-{int(d) - 1}]" + (f"[0-9]{{{rest}}}" if rest else ""))
+    return "0*(?:" + "|".join([*same_length, *([shorter] if shorter else [])]) + ")"
+
+
 class AsciiIntConverter(IntegerConverter):
     """<int:...> in a route for ASCII digits only, up to a bigint: werkzeug's matches r"\\d+", which
-    takes '١' as 1. Registered as the app's "int" converter before any blueprint."""
+    takes '١' as 1. Registered as the app's "int" converter before any blueprint.
 
-    regex = r"[0-9]+"
+    The bound is in the regular expression, not only in ``max``: werkzeug matches the path first
+    and converts after, so a number that matched and failed conversion left the other methods'
+    rules matched and turned DELETE /api/collections/9223372036854775808 into a 405. Out of range
+    now matches no rule at all: 404, like any id that does not exist."""
+
+    regex = _at_most(INT64_MAX)
 
     def __init__(self, url_map: Any, fixed_digits: int = 0, min: int | None = None,
                  max: int | None = INT64_MAX, signed: bool = False) -> None:
