@@ -56,8 +56,9 @@ def register(app: Flask) -> None:
     @app.errorhandler(e.StoreError)
     def _store_error(exc: e.StoreError) -> Response:
         resp = error_response(status_of(exc), exc.message, exc.problems)
-        if isinstance(exc, e.TooManyAttempts):
-            resp.headers["Retry-After"] = str(exc.retry_after)
+        retry_after = getattr(exc, "retry_after", None)  # TooManyAttempts: when to try again
+        if retry_after is not None:
+            resp.headers["Retry-After"] = str(retry_after)
         return resp
 
     @app.errorhandler(HTTPException)
