@@ -1,4 +1,5 @@
-"""schemathesis against /api/openapi.json with a member token: the document says exactly what the
+"""schemathesis against /api/openapi.json with a member token, then the service token (the tool,
+run and State routes), on the bootstrap agent and guild: the document says exactly what the
 server accepts and answers. No server error, no request that is valid by the document refused,
 no status the document does not list, every 405 with Allow. Bounded: a few examples per operation.
 
@@ -12,6 +13,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 CHECKS = ",".join(["not_a_server_error", "status_code_conformance", "positive_data_acceptance",
                    "content_type_conformance", "response_schema_conformance", "unsupported_method",
@@ -33,8 +37,9 @@ STORED_RULES = {
 }
 
 
-def config() -> str:
-    blocks = []
+def config(boot: dict[str, Any]) -> str:
+    # The bootstrap agent and guild, so that agent and guild routes reach real ones, not only 404.
+    blocks = [f'[parameters]\n"path.agent_id" = {boot["agent_id"]}\n"path.guild_id" = {boot["guild_id"]}\n']
     for operation, (further, why) in STORED_RULES.items():
         statuses = ", ".join(f'"{s}"' for s in [*ACCEPTED, *further])
         blocks.append(f'# {why}\n[[operations]]\ninclude-name = "{operation}"\n'
@@ -50,12 +55,13 @@ def st() -> list[str]:
     return [found]
 
 
+@pytest.mark.parametrize("token", ["member_token", "service_token"])
 def test_schemathesis_finds_no_server_error_no_refused_valid_request_no_undocumented_status(
-        server, boot, tmp_path: Path) -> None:
+        server, boot, tmp_path: Path, token: str) -> None:
     conf = tmp_path / "schemathesis.toml"
-    conf.write_text(config())
+    conf.write_text(config(boot))
     cmd = [*st(), "--config-file", str(conf), "run", f"{server.url}/api/openapi.json",
-           "-H", f"Authorization: Bearer {boot['member_token']}", "--checks", CHECKS,
+           "-H", f"Authorization: Bearer {boot[token]}", "--checks", CHECKS,
            "--max-examples", "6", "--seed", "1", "--workers", "1", "--no-color",
            "--request-timeout", "30", "--generation-database", "none", "--suppress-health-check", "all"]
     r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
