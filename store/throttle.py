@@ -3,8 +3,9 @@
 Each key (an account's email, a client's address) keeps the times of its recent failures in a
 sliding window. A key with ``limit`` failures in the window is refused with ``TooManyAttempts``
 before any password is checked, so a refusal costs a dictionary lookup, not an argon2
-verification (~85 ms of CPU). Attempts being verified right now count too, so 16 parallel guessers
-cannot all slip past a nearly full window at once.
+verification (~85 ms of CPU). Once a key has failures, attempts being verified right now count
+too, so parallel guessers cannot all slip past a nearly full window at once (the very first wave
+is bounded by the server's worker threads).
 
 Why in the process and not in PostgreSQL: the throttle exists to keep each gateway's CPU for real
 requests and to slow guessing to a few tries a minute. A table would cost a write per failed login
@@ -86,7 +87,10 @@ class LoginThrottle:
             if count is None:
                 continue
             self._expire(count, now)
-            used = len(count.failures) + (count.pending if pending else 0)
+            # Attempts in flight count once the key has failures: a guesser's parallel wave is cut
+            # at the limit, while a client verifying the right password on several connections at
+            # once is not refused.
+            used = len(count.failures) + (count.pending if pending and count.failures else 0)
             if used >= self.limits[kind]:
                 # The window frees a slot when its oldest failure leaves it.
                 wait = count.failures[0] + self.window - now if count.failures else 1.0

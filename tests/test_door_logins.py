@@ -240,3 +240,22 @@ def test_admin_revocation_refusals_name_what_is_missing(db, boot) -> None:
         admin.remove_member(db, org_id=boot["org_id"] + 1, email=boot["email"])
     with pytest.raises(Exception, match="too short"):
         admin.set_password(db, email=boot["email"], password="short")
+
+
+def test_parallel_first_logins_with_the_right_password_are_not_throttled(server, boot) -> None:
+    """A client opening several connections at once (rclone, a browser) verifies the same right
+    password in parallel: attempts in flight count against the limit only once failures have."""
+    server.gateway.door.throttle = LoginThrottle(account_limit=3, address_limit=3)
+    statuses: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def login() -> None:
+        barrier.wait()
+        statuses.append(requests.get(f"{server.url}/api/collections", auth=(boot["email"], boot["password"]),
+                                     timeout=30).status_code)
+    threads = [threading.Thread(target=login) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200] * 8
