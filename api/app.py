@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import importlib
+from decimal import Decimal
 from typing import Any
 
-from flask import Flask, jsonify
+from flask import Flask, Response, jsonify, request
 from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import MethodNotAllowed
 
 from api import errors
 from api.context import AsciiIntConverter
@@ -18,12 +20,28 @@ BLUEPRINTS = ("api.tools", "api.agents", "api.runs", "api.file_changes", "api.co
               "api.openapi")
 
 
+def _number(literal: str) -> int | float:
+    """A JSON number with a fraction or exponent: an int when its value is whole (1066.0, 1e3).
+    JSON and JSON Schema do not tell 1066.0 from 1066 (both are integers to a schema), so an id
+    or a limit sent either way is the same number; other values stay floats."""
+    value = float(literal)
+    if value.is_integer() and abs(value) < 2**63:
+        whole = Decimal(literal)
+        if whole == whole.to_integral_value():
+            return int(whole)
+    return value
+
+
 class _JSONProvider(DefaultJSONProvider):
     """Readable UTF-8 JSON in key order; a response that echoes an unpaired surrogate a client
-    sent falls back to ASCII escapes, which any JSON reader accepts, instead of failing."""
+    sent falls back to ASCII escapes, which any JSON reader accepts, instead of failing. Request
+    bodies read whole numbers written as 1066.0 as integers (see _number)."""
 
     sort_keys = False
     ensure_ascii = False
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return super().loads(s, **{"parse_float": _number, **kwargs})
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
         text = super().dumps(obj, **kwargs)
@@ -40,6 +58,15 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
     app.extensions["hostfinder.db"] = db
     app.extensions["hostfinder.door"] = door or Door(db)
     errors.register(app)
+
+    @app.errorhandler(MethodNotAllowed)
+    def _method_not_allowed(exc: MethodNotAllowed) -> Response:
+        # RFC 9110 15.5.6: a 405 lists the methods the resource does take.
+        allowed = sorted(exc.valid_methods or [])
+        resp = errors.error_response(405, f"{request.method} is not allowed here; this route takes "
+                                          f"{', '.join(allowed)}")
+        resp.headers["Allow"] = ", ".join(allowed)
+        return resp
     # <int:id> in routes: ASCII digits within bigint only ('/api/collections/١' is no id).
     app.url_map.converters["int"] = AsciiIntConverter
 

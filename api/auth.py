@@ -35,15 +35,16 @@ def parse_basic(header: str) -> tuple[str, str] | None:
     return (email, secret) if sep and email and secret else None
 
 
-def authenticate(door: Door, header: str | None) -> Principal | None:
-    """The principal for an Authorization header value, or None."""
+def authenticate(door: Door, header: str | None, client: str | None = None) -> Principal | None:
+    """The principal for an Authorization header value, or None. ``client`` is the caller's
+    address, which the door's throttle counts failures against (TooManyAttempts when too many)."""
     if not header:
         return None
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
-        return door.bearer(value.strip())
+        return door.bearer(value.strip(), client=client)
     credentials = parse_basic(header)
-    return door.basic(*credentials) if credentials else None
+    return door.basic(*credentials, client=client) if credentials else None
 
 
 def requires(*kinds: str) -> Callable[[F], F]:
@@ -52,7 +53,7 @@ def requires(*kinds: str) -> Callable[[F], F]:
         @wraps(view)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             principal = authenticate(current_app.extensions["hostfinder.door"],
-                                     request.headers.get("Authorization"))
+                                     request.headers.get("Authorization"), request.remote_addr)
             if principal is None:
                 raise Unauthenticated("authentication required: send HTTP Basic (email and password or token)"
                                       " or Authorization: Bearer <token>")

@@ -31,23 +31,26 @@ def json_body(*, required: bool = True) -> Any:
     try:
         data = request.get_json(silent=True, force=True)
     except RecursionError:  # the decoder recurses once per level
-        _too_deep()
+        too_deep("body")
     if data is None and raw.strip() != b"null":
         raise Invalid("the request body is not valid JSON", ["body: expected a JSON object"])
-    _check_shape(data)
+    check_shape(data)
     return data
 
 
-def _too_deep() -> NoReturn:
-    msg = f"the JSON body is nested too deeply; at most {MAX_JSON_DEPTH} levels of arrays and objects"
-    raise Invalid(msg, [f"body: {msg}"])
+def too_deep(what: str) -> NoReturn:
+    """Invalid for JSON nested deeper than MAX_JSON_DEPTH in ``what`` (the body or a parameter)."""
+    shown = "the JSON body" if what == "body" else f"the JSON in {what}"
+    msg = f"{shown} is nested too deeply; at most {MAX_JSON_DEPTH} levels of arrays and objects"
+    raise Invalid(msg, [f"{what}: {msg}"])
 
 
-def _check_shape(data: Any) -> None:
+def check_shape(data: Any, what: str = "body") -> None:
     """Refuse what every later step would trip on: nesting deeper than MAX_JSON_DEPTH (recursive
     code further on) and lone surrogates such as "\\ud800" (no UTF-8 spells them: neither
-    PostgreSQL nor a JSON answer echoing them could hold them). Iterative, so any depth is safe."""
-    stack: list[tuple[Any, int, str]] = [(data, 0, "body")]
+    PostgreSQL nor a JSON answer echoing them could hold them). Iterative, so any depth is safe.
+    ``what`` names where the JSON came from: the body, or a query parameter such as where."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, what)]
     while stack:
         value, depth, where = stack.pop()
         if isinstance(value, str):
@@ -55,7 +58,7 @@ def _check_shape(data: Any) -> None:
                 _surrogate(where)
         elif isinstance(value, (dict, list)):
             if depth >= MAX_JSON_DEPTH:
-                _too_deep()
+                too_deep(what)
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 if isinstance(key, str) and _SURROGATE.search(key):
@@ -90,11 +93,28 @@ def number(text: str | None, label: str, *, minimum: int = 0, maximum: int = INT
     return int(text.strip())
 
 
+def _at_most(bound: int) -> str:
+    """A regular expression for the decimal numbers from 0 to ``bound`` (leading zeros allowed)."""
+    digits = str(bound)
+    shorter = f"[0-9]{{1,{len(digits) - 1}}}" if len(digits) > 1 else None
+    same_length = [digits]
+    for i, d in enumerate(digits):
+        if d != "0":
+            rest = len(digits) - i - 1
+            same_length.append(f"{digits[:i]}[0-{int(d) - 1}]" + (f"[0-9]{{{rest}}}" if rest else ""))
+    return "0*(?:" + "|".join([*same_length, *([shorter] if shorter else [])]) + ")"
+
+
 class AsciiIntConverter(IntegerConverter):
     """<int:...> in a route for ASCII digits only, up to a bigint: werkzeug's matches r"\\d+", which
-    takes '١' as 1. Registered as the app's "int" converter before any blueprint."""
+    takes '١' as 1. Registered as the app's "int" converter before any blueprint.
 
-    regex = r"[0-9]+"
+    The bound is in the regular expression, not only in ``max``: werkzeug matches the path first
+    and converts after, so a number that matched and failed conversion left the other methods'
+    rules matched and turned DELETE /api/collections/9223372036854775808 into a 405. Out of range
+    now matches no rule at all: 404, like any id that does not exist."""
+
+    regex = _at_most(INT64_MAX)
 
     def __init__(self, url_map: Any, fixed_digits: int = 0, min: int | None = None,
                  max: int | None = INT64_MAX, signed: bool = False) -> None:

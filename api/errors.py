@@ -29,6 +29,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.LimitReached: 422,
     e.PreconditionFailed: 412,
     e.Locked: 423,
+    e.TooManyAttempts: 429,
     e.StoreError: 400,
 }
 
@@ -54,7 +55,11 @@ def error_response(status: int, message: str, problems: list[str] | None = None)
 def register(app: Flask) -> None:
     @app.errorhandler(e.StoreError)
     def _store_error(exc: e.StoreError) -> Response:
-        return error_response(status_of(exc), exc.message, exc.problems)
+        resp = error_response(status_of(exc), exc.message, exc.problems)
+        retry_after = getattr(exc, "retry_after", None)  # TooManyAttempts: when to try again
+        if retry_after is not None:
+            resp.headers["Retry-After"] = str(retry_after)
+        return resp
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:

@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from api.auth import principal, requires
-from api.context import INT64_MAX, db, json_body, number_problem
+from api.context import INT64_MAX, check_shape, db, json_body, number_problem, too_deep
 from store import records
 from store.collections import collection_for_member
 from store.errors import Invalid
@@ -32,13 +32,17 @@ def _json_arg(name: str, *, plain_string: bool = False) -> Any:
     if raw is None or raw == "":
         return None
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+    except RecursionError:  # the decoder recurses once per level: thousands of [ are not a filter
+        too_deep(name)
     except ValueError:
         if plain_string:
             return raw
         msg = (f"{name}: not valid JSON; send it URL-encoded, such as "
                f'{name}={{"status": "new"}}' if name == "where" else f"{name}: not valid JSON")
         raise Invalid(f"the {name} parameter is not valid JSON", [msg]) from None
+    check_shape(value, name)
+    return value
 
 
 def _int_arg(name: str) -> Any:

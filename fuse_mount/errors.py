@@ -42,6 +42,8 @@ ERRNO: dict[type[e.StoreError], int] = {
     e.PreconditionFailed: errno.ESTALE,
     # A WebDAV client holds a lease on the path (Finder or Office has it open).
     e.Locked: errno.EBUSY,
+    # Too many failed logins: "Resource temporarily unavailable", try again later.
+    e.TooManyAttempts: errno.EAGAIN,
 }
 
 # The store is unreachable: a pool timeout or a lost connection. "Input/output error", retryable.

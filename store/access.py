@@ -20,6 +20,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from store.db import Conn, Database
 from store.errors import NotFound
+from store.throttle import Key, LoginThrottle
 
 ActorType = Literal["user", "agent", "run", "system"]
 
@@ -57,6 +58,9 @@ class Principal:
     user_id: int | None
     name: str
     org_ids: frozenset[int] = field(default_factory=frozenset)
+    # The API token this caller logged in with (None for a password): a web session started with
+    # a token ends when the token is revoked.
+    token_id: int | None = None
 
     @property
     def actor(self) -> Actor:
@@ -83,77 +87,113 @@ def token_hash(secret: str) -> bytes:
 
 
 class _VerifiedCache:
-    """Recently verified Basic credentials, so that a WebDAV client sending Basic on every request
-    pays for one argon2 verification a minute, not one per request. Keys are SHA-256 digests of the
-    credentials salted with a per-process secret; nothing reversible is kept."""
+    """Recently verified passwords, so that a WebDAV client sending Basic on every request pays
+    for one argon2 verification, not one per request. Keys are SHA-256 digests of the credentials
+    salted with a per-process secret; nothing reversible is kept.
 
-    def __init__(self, ttl: float = 60.0, size: int = 1024) -> None:
+    An entry is only a hint: it remembers which user and which stored hash the password was
+    verified against, and every use re-reads that user's row (one indexed query, as a token
+    login costs). A changed password (another hash), a deleted user or a removed membership
+    therefore takes effect on the very next request in every gateway process, with no message
+    between processes to lose."""
+
+    def __init__(self, ttl: float = 3600.0, size: int = 4096) -> None:
         self.ttl, self.size = ttl, size
         self._salt = secrets.token_bytes(16)
-        self._items: dict[bytes, tuple[float, Principal]] = {}
+        self._items: dict[bytes, tuple[float, int, str]] = {}
         self._lock = threading.Lock()
 
     def _key(self, email: str, secret: str) -> bytes:
         return hashlib.sha256(self._salt + email.lower().encode() + b"\0" + secret.encode()).digest()
 
-    def get(self, email: str, secret: str) -> Principal | None:
+    def get(self, email: str, secret: str) -> tuple[int, str] | None:
+        """(user id, the password hash it was verified against), or None."""
         key = self._key(email, secret)
         with self._lock:
             hit = self._items.get(key)
             if hit and hit[0] > time.monotonic():
-                return hit[1]
+                return hit[1], hit[2]
             self._items.pop(key, None)
         return None
 
-    def put(self, email: str, secret: str, principal: Principal) -> None:
+    def put(self, email: str, secret: str, user_id: int, password_hash: str) -> None:
         with self._lock:
             if len(self._items) >= self.size:
                 self._items.clear()
-            self._items[self._key(email, secret)] = (time.monotonic() + self.ttl, principal)
+            self._items[self._key(email, secret)] = (time.monotonic() + self.ttl, user_id, password_hash)
+
+    def drop(self, email: str, secret: str) -> None:
+        with self._lock:
+            self._items.pop(self._key(email, secret), None)
+
+
+# The user and their current memberships in one query: every login reads them afresh.
+_USER = ("SELECT u.id, u.email, u.password_hash,"
+         " ARRAY(SELECT m.org_id FROM memberships m WHERE m.user_id = u.id) AS org_ids FROM users u")
 
 
 class Door:
-    """Checks credentials against the users, memberships and tokens tables."""
+    """Checks credentials against the users, memberships and tokens tables, and throttles failed
+    logins (store.throttle) before they cost anything.
 
-    def __init__(self, db: Database, *, cache_ttl: float = 60.0) -> None:
+    ``client`` is the caller's network address (REMOTE_ADDR) where the front end knows it. A
+    password login is refused with TooManyAttempts while its account or its address has too many
+    recent failures, before the password is checked; a token login is never refused when the
+    token is right (tokens cannot be guessed, and so a password guesser cannot lock the real user
+    out of their token), and a wrong token counts against its address."""
+
+    def __init__(self, db: Database, *, throttle: LoginThrottle | None = None) -> None:
         self.db = db
-        self._cache = _VerifiedCache(cache_ttl)
+        self.throttle = throttle or LoginThrottle()
+        self._cache = _VerifiedCache()
 
-    def basic(self, email: str, secret: str) -> Principal | None:
+    def basic(self, email: str, secret: str, *, client: str | None = None) -> Principal | None:
         """Email with a password or with one of that user's member tokens."""
         if not _plausible(email) or not _plausible(secret):
             return None
-        cached = self._cache.get(email, secret)
-        if cached is not None:
-            return cached
-        with self.db.connection() as conn:
-            user = conn.execute("SELECT id, email, password_hash FROM users WHERE lower(email) = lower(%s)",
-                                (email,)).fetchone()
-            principal = None
-            if secret.startswith(TOKEN_PREFIX):
+        address = _address_keys(client)
+        if secret.startswith(TOKEN_PREFIX):
+            with self.db.connection() as conn:
                 row = self._token_row(conn, secret)
+                user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
                 if row and user and row["kind"] == "member" and row["user_id"] == user["id"]:
-                    principal = self._user_principal(conn, user)
-            else:
-                stored = (user or {}).get("password_hash") or _DUMMY_HASH
-                if _verify(stored, secret) and user and user["password_hash"]:
-                    principal = self._user_principal(conn, user)
-        if principal is not None:
-            self._cache.put(email, secret, principal)
-        return principal
+                    return _user_principal(user, token_id=row["id"])
+            self.throttle.failed_cheaply(address)
+            return None
+        with self.throttle.attempt([("account", email.lower()), *address]) as failed:
+            principal = self._password_login(email, secret)
+            if principal is None:
+                failed()
+            return principal
 
-    def bearer(self, secret: str) -> Principal | None:
+    def _password_login(self, email: str, password: str) -> Principal | None:
+        cached = self._cache.get(email, password)
+        with self.db.connection() as conn:
+            user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
+        if cached is not None:
+            if user and (user["id"], user["password_hash"]) == cached:
+                return _user_principal(user)
+            self._cache.drop(email, password)  # the password was changed (or the user deleted)
+        stored = (user or {}).get("password_hash") or _DUMMY_HASH
+        if not (_verify(stored, password) and user and user["password_hash"]):
+            return None
+        self._cache.put(email, password, user["id"], user["password_hash"])
+        return _user_principal(user)
+
+    def bearer(self, secret: str, *, client: str | None = None) -> Principal | None:
         """A member token (acts as its user) or a service token (acts for its organisation)."""
         if not _plausible(secret):
             return None
         with self.db.connection() as conn:
             row = self._token_row(conn, secret)
-            if row is None:
-                return None
-            if row["kind"] == "service":
-                return Principal("service", None, f"service token {row['prefix']}…", frozenset({row["org_id"]}))
-            user = conn.execute("SELECT id, email FROM users WHERE id = %s", (row["user_id"],)).fetchone()
-            return self._user_principal(conn, user)
+            if row is not None and row["kind"] == "service":
+                return Principal("service", None, f"service token {row['prefix']}…", frozenset({row["org_id"]}),
+                                 token_id=row["id"])
+            if row is not None:
+                user = conn.execute(_USER + " WHERE u.id = %s", (row["user_id"],)).fetchone()
+                return _user_principal(user, token_id=row["id"])
+        self.throttle.failed_cheaply(_address_keys(client))
+        return None
 
     def _token_row(self, conn: Conn, secret: str) -> dict | None:
         digest = token_hash(secret)
@@ -169,13 +209,16 @@ class Door:
         operator starts on the store's own machine (`hostfinder mount --user`), where holding the
         database URL already grants everything. None for an unknown email."""
         with self.db.connection() as conn:
-            user = conn.execute("SELECT id, email FROM users WHERE lower(email) = lower(%s)", (email,)).fetchone()
-            return self._user_principal(conn, user) if user else None
+            user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
+            return _user_principal(user) if user else None
 
-    @staticmethod
-    def _user_principal(conn: Conn, user: dict) -> Principal:
-        orgs = conn.execute("SELECT org_id FROM memberships WHERE user_id = %s", (user["id"],)).fetchall()
-        return Principal("user", user["id"], user["email"], frozenset(r["org_id"] for r in orgs))
+
+def _user_principal(user: dict, *, token_id: int | None = None) -> Principal:
+    return Principal("user", user["id"], user["email"], frozenset(user["org_ids"]), token_id=token_id)
+
+
+def _address_keys(client: str | None) -> list[Key]:
+    return [("address", client)] if client else []
 
 
 def _plausible(text: str) -> bool:

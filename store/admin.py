@@ -63,8 +63,7 @@ def set_agent(db: Database, agent_id: int, *, name: str | None = None, **grants:
 def create_user(db: Database, *, email: str, password: str, name: str = "") -> dict[str, Any]:
     if "@" not in email[1:]:
         raise Invalid(f"{email!r} is not an email address", ["email: expected an address such as ada@example.com"])
-    if len(password) < 8:
-        raise Invalid("the password is too short: use at least 8 characters", ["password: at least 8 characters"])
+    _check_password(password)
     with db.transaction() as conn:
         return conn.execute("INSERT INTO users (email, name, password_hash) VALUES (%s, %s, %s)"
                             " RETURNING id, email, name", (email, name or email.split("@")[0],
@@ -100,6 +99,60 @@ def create_token(db: Database, *, org_id: int, member_email: str | None = None,
                            " VALUES (%s, %s, %s, %s, %s) RETURNING id, org_id, kind, user_id, prefix",
                            (org_id, "service" if service else "member", user_id, digest, prefix)).fetchone()
     return {**row, "token": secret}
+
+
+def list_tokens(db: Database, *, org_id: int | None = None, member_email: str | None = None) -> dict[str, Any]:
+    """The tokens that can log in, newest first, without their secrets (only prefixes): what
+    `token revoke ID` takes."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT t.id, t.org_id, t.kind, t.user_id, u.email, t.prefix, t.created_at"
+            " FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id"
+            " WHERE t.revoked_at IS NULL AND (%s::bigint IS NULL OR t.org_id = %s)"
+            " AND (%s::text IS NULL OR lower(u.email) = lower(%s)) ORDER BY t.id DESC",
+            (org_id, org_id, member_email, member_email)).fetchall()
+    return {"tokens": rows}
+
+
+def revoke_token(db: Database, token_id: int) -> dict[str, Any]:
+    """Delete the token: the next request that presents it, on any gateway, is refused (the door
+    reads tokens on every request), and whatever references it (web sessions) goes with it."""
+    with db.transaction() as conn:
+        row = conn.execute("DELETE FROM api_tokens WHERE id = %s RETURNING id, org_id, kind, user_id, prefix",
+                           (token_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"unknown token {token_id}; `hostfinder admin token list` shows the tokens")
+    return {"revoked": row}
+
+
+def set_password(db: Database, *, email: str, password: str) -> dict[str, Any]:
+    """Replace a user's password. The old one stops working at once on every gateway: the door
+    checks a remembered login against the stored hash on each request."""
+    _check_password(password)
+    with db.transaction() as conn:
+        row = conn.execute("UPDATE users SET password_hash = %s WHERE lower(email) = lower(%s) RETURNING id, email",
+                           (hash_password(password), email)).fetchone()
+    if row is None:
+        raise NotFound(f"no user has the email {email}")
+    return {**row, "password_changed": True}
+
+
+def remove_member(db: Database, *, org_id: int, email: str) -> dict[str, Any]:
+    """End a user's membership of an organisation, and with it their member tokens there (the
+    tokens' foreign key cascades). The door reads memberships on every request, so the
+    organisation disappears from the user's view at once on every gateway."""
+    with db.transaction() as conn:
+        user = conn.execute("SELECT id, email FROM users WHERE lower(email) = lower(%s)", (email,)).fetchone()
+        if user is None:
+            raise NotFound(f"no user has the email {email}")
+        tokens = conn.execute("SELECT count(*) AS n FROM api_tokens WHERE org_id = %s AND user_id = %s",
+                              (org_id, user["id"])).fetchone()["n"]
+        gone = conn.execute("DELETE FROM memberships WHERE org_id = %s AND user_id = %s RETURNING org_id",
+                            (org_id, user["id"])).fetchone()
+        if gone is None:
+            raise NotFound(f"{email} is not a member of organisation {org_id}")
+    return {"org_id": org_id, "user_id": user["id"], "email": user["email"], "removed": True,
+            "tokens_revoked": tokens}
 
 
 def create_run(db: Database, *, agent_id: int, kind: str, status: str = "running",
@@ -174,6 +227,11 @@ def _require(conn: Conn, table: str, row_id: int, what: str) -> None:
     # table names come from this module only
     if conn.execute(f"SELECT 1 FROM {table} WHERE id = %s", (row_id,)).fetchone() is None:
         raise NotFound(f"unknown {what} {row_id}")
+
+
+def _check_password(password: str) -> None:
+    if len(password) < 8:
+        raise Invalid("the password is too short: use at least 8 characters", ["password: at least 8 characters"])
 
 
 def _check_flags(flags: dict[str, Any]) -> None:

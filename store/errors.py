@@ -79,6 +79,15 @@ class Locked(StoreError):
     """A lease held by someone else covers the path."""
 
 
+class TooManyAttempts(StoreError):
+    """Too many failed logins for an account or from an address; ``retry_after`` is how many
+    seconds until the next attempt is allowed."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 def translate(table: Mapping[type, T], exc: BaseException, default: T) -> T:
     """The entry for the most specific class of ``exc`` in a front end's table (its MRO order), or
     ``default``: each front end keeps one table (HTTP status, DAV status, errno) and this one lookup."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from store.agents import Agent
 from store.db import Conn
+from store.search_query import websearch_text
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -36,7 +37,7 @@ SELECT t.display_path, t.level, t.key, t.version, t.updated_at, t.rank,
 
 
 def find_params(agent: Agent, query: str, *, levels: Sequence[str], limit: int) -> dict[str, Any]:
-    return {"query": query, "org_id": agent.org_id, "agent_id": agent.id, "guild_id": agent.guild_id,
+    return {"query": websearch_text(query), "org_id": agent.org_id, "agent_id": agent.id, "guild_id": agent.guild_id,
             "agent": "agent" in levels, "guild": "guild" in levels, "org": "org" in levels, "limit": limit}
 
 

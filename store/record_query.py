@@ -23,6 +23,7 @@ from store.columns import Column
 from store.db import Conn, like_escape
 from store.errors import Invalid
 from store.paths import nfc
+from store.search_query import websearch_text
 from store.values import is_number, parse_datetime, shown, utc_iso
 
 MAX_WHERE = 8
@@ -391,12 +392,13 @@ def run_search(conn: Conn, collection_ids: list[int], query: str, filters: Filte
     (from ``parse_order``) sorts the hits by a column instead. ``since`` keeps the hits created or
     updated at or after it, as it does for a listing."""
     match = "a.search @@ websearch_to_tsquery('simple', %s)"
-    params: list[Any] = [query]
+    words = websearch_text(query)
+    params: list[Any] = [words]
     if one_token(query):
         match = f"({match} OR a.search_blob ILIKE %s)"
         params.append(_contains(query))
     rank = " + ".join(["ts_rank_cd(a.search, websearch_to_tsquery('simple', %s))", *(r.sql for r in filters.rank)])
-    rank_params: list[Any] = [query, *(p for r in filters.rank for p in r.params)]
+    rank_params: list[Any] = [words, *(p for r in filters.rank for p in r.params)]
     where = _where_sql(Fragment("a.collection_id = ANY(%s)", [collection_ids]), filters, since)
     by = order if order is not None else Fragment("rank DESC, a.updated_at DESC, a.id")
     rows = conn.execute(

@@ -1,0 +1,261 @@
+"""Logins and their end: failed logins are throttled per account and per address (429 with
+Retry-After, on /api/ and /dav/, before any argon2 work) without locking a token out; revoking a
+token, changing a password or removing a membership ends access at once on every gateway."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import pytest
+import requests
+
+from store import access, admin
+from store.errors import NotFound, TooManyAttempts
+from store.throttle import LoginThrottle
+from tests.conftest import REPO, free_port, start_gateway
+
+
+@pytest.fixture
+def verifications(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the door's argon2 verifications (the real ones still run)."""
+    calls: list[int] = []
+    real = access._verify
+
+    def counting(stored: str, password: str) -> bool:
+        calls.append(1)
+        return real(stored, password)
+    monkeypatch.setattr(access, "_verify", counting)
+    return calls
+
+
+def assert_throttled(r: requests.Response, says: str) -> int:
+    assert r.status_code == 429, (r.status_code, r.text)
+    retry_after = int(r.headers["Retry-After"])
+    assert 1 <= retry_after <= 300
+    assert says in r.text
+    return retry_after
+
+
+def test_wrong_passwords_are_refused_with_429_before_argon2_and_a_token_still_works(
+        server, boot, verifications) -> None:
+    url, email = server.url, boot["email"]
+    for _ in range(10):
+        assert requests.get(f"{url}/api/collections", auth=(email, "wrong guess"), timeout=10).status_code == 401
+    assert len(verifications) == 10
+
+    r = requests.get(f"{url}/api/collections", auth=(email, "wrong guess"), timeout=10)
+    assert_throttled(r, "too many failed logins for this account")
+    assert r.json()["status"] == 429 and "API token" in r.json()["error"]
+    # The right password is refused too while the account is throttled (checking it would cost
+    # argon2 and tell a guesser when it is right), on WebDAV as on the API.
+    assert_throttled(requests.get(f"{url}/api/collections", auth=(email, boot["password"]), timeout=10),
+                     "too many failed logins")
+    dav = requests.request("PROPFIND", f"{url}/dav/", auth=(email, boot["password"]), headers={"Depth": "0"},
+                           timeout=10)
+    assert_throttled(dav, "too many failed logins for this account")
+    assert dav.reason == "Too Many Requests"
+    assert len(verifications) == 10  # no refusal cost an argon2 verification
+
+    # The real user's token works throughout: as Basic password, as Bearer, on /dav/.
+    token = boot["member_token"]
+    assert requests.get(f"{url}/api/collections", auth=(email, token), timeout=10).status_code == 200
+    assert requests.get(f"{url}/api/collections", headers={"Authorization": f"Bearer {token}"},
+                        timeout=10).status_code == 200
+    assert requests.request("PROPFIND", f"{url}/dav/", auth=(email, token), headers={"Depth": "0"},
+                            timeout=10).status_code == 207
+    # Another account is not affected.
+    admin.create_user(server.db, email="bo@example.com", password="bo's password")
+    admin.add_member(server.db, org_id=boot["org_id"], email="bo@example.com")
+    assert requests.get(f"{url}/api/collections", auth=("bo@example.com", "bo's password"),
+                        timeout=10).status_code == 200
+
+
+def test_guesses_from_one_address_are_throttled_across_accounts_and_tokens(server, boot) -> None:
+    server.gateway.door.throttle = LoginThrottle(account_limit=100, address_limit=5)
+    url = server.url
+    for i in range(3):
+        assert requests.get(f"{url}/api/collections", auth=(f"u{i}@example.com", "a guess!"),
+                            timeout=10).status_code == 401
+    for _ in range(2):
+        assert requests.get(f"{url}/api/collections", headers={"Authorization": "Bearer hf_not-a-token"},
+                            timeout=10).status_code == 401
+    assert_throttled(requests.get(f"{url}/api/collections", auth=("u9@example.com", "a guess!"), timeout=10),
+                     "too many failed logins from this address")
+    assert_throttled(requests.get(f"{url}/api/collections", headers={"Authorization": "Bearer hf_another"},
+                                  timeout=10), "from this address")
+    assert_throttled(requests.request("PROPFIND", f"{url}/dav/", auth=("u9@example.com", "a guess!"),
+                                      headers={"Depth": "0"}, timeout=10), "from this address")
+    # A right token from the same address is still let in.
+    r = requests.get(f"{url}/api/collections", headers={"Authorization": f"Bearer {boot['member_token']}"},
+                     timeout=10)
+    assert r.status_code == 200
+
+
+def test_parallel_guessers_cannot_slip_past_the_limit(server, boot, verifications) -> None:
+    statuses: list[int] = []
+
+    def guess() -> None:
+        for _ in range(3):
+            statuses.append(requests.get(f"{server.url}/api/collections", auth=(boot["email"], "wrong guess"),
+                                         timeout=30).status_code)
+    threads = [threading.Thread(target=guess) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(set(statuses)) == [401, 429]
+    assert statuses.count(401) == 10 and len(verifications) == 10
+
+
+def test_the_window_slides_and_failures_expire() -> None:
+    now = [1000.0]
+    throttle = LoginThrottle(account_limit=2, address_limit=10, window=60, clock=lambda: now[0])
+    keys = [("account", "ada@example.com")]
+    for _ in range(2):
+        with throttle.attempt(keys) as failed:
+            failed()
+        now[0] += 10
+    with pytest.raises(TooManyAttempts) as refused:
+        with throttle.attempt(keys):
+            pass
+    assert refused.value.retry_after == 40  # the first failure leaves the window at 1060
+    now[0] = 1061
+    with throttle.attempt(keys):
+        pass  # a success is not counted
+    with throttle.attempt(keys) as failed:
+        failed()
+    with pytest.raises(TooManyAttempts):
+        with throttle.attempt(keys):
+            pass
+
+
+def test_many_distinct_keys_stay_bounded() -> None:
+    throttle = LoginThrottle(max_keys=100)
+    for i in range(1000):
+        throttle.failed_cheaply([("address", f"10.0.{i // 256}.{i % 256}")])
+    assert len(throttle._counts) <= 100
+
+
+# ---------------------------------------------------------------------------------------------
+# The end of access, on two gateways at once: one in this process, one `hostfinder serve`.
+
+def hostfinder(*args: str, url: str) -> dict[str, Any]:
+    r = subprocess.run([sys.executable, "-m", "gateway", *args, "--database-url", url], cwd=REPO,
+                       capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def two_gateways(server, db_url: str) -> list[str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--no-demo", "--database-url", db_url,
+                             "--bind", f"127.0.0.1:{port}"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("Press Ctrl-C"):
+                break
+        else:
+            raise AssertionError(f"serve exited: {proc.stderr.read()}")
+        yield [server.url, f"http://127.0.0.1:{port}"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def get(url: str, auth: tuple[str, str] | None = None, bearer: str | None = None, path: str = "/api/collections"):
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    return requests.get(url + path, auth=auth, headers=headers, timeout=10)
+
+
+def test_a_changed_password_ends_basic_logins_at_once_on_every_gateway(two_gateways, boot, db_url) -> None:
+    login = (boot["email"], boot["password"])
+    for url in two_gateways:  # twice each: the second answer comes from the remembered login
+        assert get(url, login).status_code == 200 and get(url, login).status_code == 200
+        assert requests.request("PROPFIND", f"{url}/dav/", auth=login, headers={"Depth": "0"},
+                                timeout=10).status_code == 207
+    out = hostfinder("admin", "user", "set-password", "--email", boot["email"], "--password", "a new secret",
+                     url=db_url)
+    assert out == {"id": boot["user_id"], "email": boot["email"], "password_changed": True}
+    for url in two_gateways:
+        assert get(url, login).status_code == 401
+        assert requests.request("PROPFIND", f"{url}/dav/", auth=login, headers={"Depth": "0"},
+                                timeout=10).status_code == 401
+        assert get(url, (boot["email"], "a new secret")).status_code == 200
+
+
+def test_a_revoked_token_is_deleted_and_refused_at_once_on_every_gateway(two_gateways, boot, db_url) -> None:
+    for url in two_gateways:
+        assert get(url, bearer=boot["member_token"]).status_code == 200
+        assert get(url, (boot["email"], boot["member_token"])).status_code == 200
+    listed = hostfinder("admin", "token", "list", "--org", str(boot["org_id"]), url=db_url)["tokens"]
+    assert [(t["kind"], t["email"]) for t in listed] == [("service", None), ("member", boot["email"])]
+    assert all("token" not in t and "token_hash" not in t for t in listed)
+    member = next(t for t in listed if t["kind"] == "member")
+    assert boot["member_token"].startswith(member["prefix"])
+
+    out = hostfinder("admin", "token", "revoke", str(member["id"]), url=db_url)
+    assert out["revoked"]["id"] == member["id"]
+    for url in two_gateways:
+        assert get(url, bearer=boot["member_token"]).status_code == 401
+        assert get(url, (boot["email"], boot["member_token"])).status_code == 401
+        assert get(url, bearer=boot["service_token"], path=f"/api/agents/{boot['agent_id']}/state").status_code == 200
+    remaining = hostfinder("admin", "token", "list", url=db_url)["tokens"]
+    assert member["id"] not in [t["id"] for t in remaining]
+
+    r = subprocess.run([sys.executable, "-m", "gateway", "admin", "token", "revoke", str(member["id"]),
+                        "--database-url", db_url], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and f"unknown token {member['id']}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_removed_member_loses_the_organisation_at_once_on_every_gateway(two_gateways, boot, db_url) -> None:
+    login = (boot["email"], boot["password"])
+    collections = f"/api/collections?org_id={boot['org_id']}"
+    for url in two_gateways:
+        assert get(url, login, path=collections).status_code == 200
+        assert requests.request("PROPFIND", f"{url}/dav/org/{boot['org_id']}/", auth=login,
+                                headers={"Depth": "0"}, timeout=10).status_code == 207
+    out = hostfinder("admin", "member", "remove", "--org", str(boot["org_id"]), "--email", boot["email"],
+                     url=db_url)
+    assert out == {"org_id": boot["org_id"], "user_id": boot["user_id"], "email": boot["email"], "removed": True,
+                   "tokens_revoked": 1}
+    for url in two_gateways:
+        assert get(url, login, path=collections).status_code == 404
+        assert requests.request("PROPFIND", f"{url}/dav/org/{boot['org_id']}/", auth=login,
+                                headers={"Depth": "0"}, timeout=10).status_code == 404
+        assert get(url, bearer=boot["member_token"]).status_code == 401
+
+
+def test_admin_revocation_refusals_name_what_is_missing(db, boot) -> None:
+    with pytest.raises(NotFound, match="no user has the email ghost@example.com"):
+        admin.set_password(db, email="ghost@example.com", password="long enough")
+    with pytest.raises(NotFound, match="is not a member of organisation"):
+        admin.remove_member(db, org_id=boot["org_id"] + 1, email=boot["email"])
+    with pytest.raises(Exception, match="too short"):
+        admin.set_password(db, email=boot["email"], password="short")
+
+
+def test_parallel_first_logins_with_the_right_password_are_not_throttled(server, boot) -> None:
+    """A client opening several connections at once (rclone, a browser) verifies the same right
+    password in parallel: attempts in flight count against the limit only once failures have."""
+    server.gateway.door.throttle = LoginThrottle(account_limit=3, address_limit=3)
+    statuses: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def login() -> None:
+        barrier.wait()
+        statuses.append(requests.get(f"{server.url}/api/collections", auth=(boot["email"], boot["password"]),
+                                     timeout=30).status_code)
+    threads = [threading.Thread(target=login) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200] * 8
