@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from store import sessions
 from store.access import hash_password, new_token
 from store.db import Conn, Database, on_constraint
 from store.errors import Conflict, Invalid, NotFound
@@ -127,11 +128,14 @@ def revoke_token(db: Database, token_id: int) -> dict[str, Any]:
 
 def set_password(db: Database, *, email: str, password: str) -> dict[str, Any]:
     """Replace a user's password. The old one stops working at once on every gateway: the door
-    checks a remembered login against the stored hash on each request."""
+    checks a remembered login against the stored hash on each request, and the user's web
+    sessions end with it."""
     _check_password(password)
     with db.transaction() as conn:
         row = conn.execute("UPDATE users SET password_hash = %s WHERE lower(email) = lower(%s) RETURNING id, email",
                            (hash_password(password), email)).fetchone()
+        if row is not None:
+            sessions.end_for_user(conn, row["id"])
     if row is None:
         raise NotFound(f"no user has the email {email}")
     return {**row, "password_changed": True}

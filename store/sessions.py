@@ -13,8 +13,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from store.access import TOKEN_PREFIX, Principal, token_hash
-from store.db import Database
+from store.access import Principal
+from store.db import Conn, Database
 
 IDLE_LIMIT = timedelta(hours=12)
 ABSOLUTE_LIMIT = timedelta(days=7)
@@ -39,21 +39,16 @@ def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
 
 
-def create(db: Database, principal: Principal, login_secret: str) -> str:
-    """A new session for ``principal`` (just checked by the Door); returns the cookie secret.
-    ``login_secret`` is what was typed in the password field: when it is an API token the session
-    is tied to that token's row, so revoking the token ends the session too."""
+def create(db: Database, principal: Principal) -> str:
+    """A new session for ``principal`` (just checked by the Door); returns the cookie secret. A
+    login with an API token is tied to that token's row (``principal.token_id``), so revoking the
+    token ends the session too."""
     secret = secrets.token_urlsafe(32)
     with db.transaction() as conn:
-        token_id = None
-        if login_secret.startswith(TOKEN_PREFIX):
-            row = conn.execute("SELECT id FROM api_tokens WHERE token_hash = %s AND revoked_at IS NULL",
-                               (token_hash(login_secret),)).fetchone()
-            token_id = row["id"] if row else None
         conn.execute(
             "INSERT INTO web_sessions (token_hash, user_id, api_token_id, org_id, csrf_token, expires_at)"
             " VALUES (%s, %s, %s, %s, %s, now() + %s)",
-            (_digest(secret), principal.user_id, token_id, min(principal.org_ids, default=None),
+            (_digest(secret), principal.user_id, principal.token_id, min(principal.org_ids, default=None),
              secrets.token_urlsafe(32), IDLE_LIMIT))
         # Expired sessions of anyone go when someone logs in: no sweeper process needed.
         conn.execute("DELETE FROM web_sessions WHERE expires_at < now()")
@@ -96,6 +91,11 @@ def switch_org(db: Database, session: WebSession, org_id: int) -> None:
     session.principal.require_org(org_id)
     with db.connection() as conn:
         conn.execute("UPDATE web_sessions SET org_id = %s WHERE id = %s", (org_id, session.id))
+
+
+def end_for_user(conn: Conn, user_id: int) -> None:
+    """Every session of a user ends (their password changed): call inside that change's transaction."""
+    conn.execute("DELETE FROM web_sessions WHERE user_id = %s", (user_id,))
 
 
 def end(db: Database, secret: str | None) -> None:

@@ -138,3 +138,25 @@ def test_an_expired_session_asks_to_log_in_again(server: RunningServer, boot: di
     assert r.status_code == 302 and s.cookies["hf_session"] != old
     with server.db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM web_sessions").fetchone()["n"] == 1
+
+
+def test_failed_logins_are_throttled_like_the_doors_and_a_token_still_logs_in(server: RunningServer,
+                                                                            boot: dict[str, Any]) -> None:
+    from store.throttle import ACCOUNT_LIMIT
+    for _ in range(ACCOUNT_LIMIT):
+        r = requests.post(server.url + "/login", data={"email": boot["email"], "password": "wrong guess"})
+        assert r.status_code == 401 and "do not match" in r.text
+    r = requests.post(server.url + "/login", data={"email": boot["email"], "password": "wrong guess"})
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) > 0
+    assert "Too many attempts" in r.text
+    # The guesser cannot lock the real user out of a token login.
+    s = web_login(server, boot["email"], boot["member_token"])
+    assert s.get(server.url + "/databases").status_code == 200
+
+
+def test_a_changed_password_ends_the_users_web_sessions(server: RunningServer, boot: dict[str, Any]) -> None:
+    s = web_login(server, boot["email"], boot["password"])
+    assert s.get(server.url + "/databases").status_code == 200
+    admin.set_password(server.db, email=boot["email"], password="a new long passphrase")
+    assert s.get(server.url + "/databases", allow_redirects=False).status_code == 302
+    assert web_login(server, boot["email"], "a new long passphrase").get(server.url + "/databases").status_code == 200

@@ -2,7 +2,7 @@
 
 The login form (GET /, inputs ``email`` and ``password``) checks credentials through the same Door
 as /dav/ and /api/: a password, or an API token typed in the password field. Whatever the Door
-refuses with (a throttle, later) is shown as a message page with the web's status for it.
+refuses with (too many failed logins: 429 with Retry-After) is shown as a message page.
 """
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def login() -> ResponseReturnValue:
         return render_template("login.html", email=email, next=target or "",
                                error=f"Enter {missing} to log in."), 400
     try:
-        principal = door().basic(email, password)
-    except StoreError as exc:  # a refusal the Door gives (such as too many failed attempts)
-        return errors.page(errors.status_of(exc), exc.message, exc.problems)
+        principal = door().basic(email, password, client=request.remote_addr)
+    except StoreError as exc:  # a refusal the Door gives (too many failed attempts)
+        return errors.store_error_page(exc)
     if principal is None or principal.kind != "user" or not principal.org_ids:
         why = ("That email and password (or API token) do not match an account; check both and try again."
                if principal is None else "This account is not a member of any organisation yet; ask an administrator.")
@@ -47,7 +47,7 @@ def login() -> ResponseReturnValue:
     # A login replaces the browser's earlier session (fixation: never reuse a cookie across logins).
     sessions.end(db(), request.cookies.get(COOKIE))
     resp = make_response(redirect(target or url_for(HOME)))
-    set_cookie(resp, sessions.create(db(), principal, password))
+    set_cookie(resp, sessions.create(db(), principal))
     return resp
 
 

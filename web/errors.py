@@ -27,6 +27,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.LimitReached: 422,
     e.PreconditionFailed: 412,
     e.Locked: 423,
+    e.TooManyAttempts: 429,
 }
 
 TITLES = {400: "Bad request", 401: "Not logged in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
@@ -44,10 +45,17 @@ def page(status: int, message: str, problems: list[str] | None = None) -> Respon
                            problems=problems or []), status
 
 
+def store_error_page(exc: e.StoreError) -> ResponseReturnValue:
+    """The message page for a store refusal, with Retry-After when the store says when to retry."""
+    body, status = page(status_of(exc), exc.message, exc.problems)
+    retry_after = getattr(exc, "retry_after", None)
+    return (body, status, {"Retry-After": str(retry_after)}) if retry_after is not None else (body, status)
+
+
 def register(app: Flask) -> None:
     @app.errorhandler(e.StoreError)
     def _store_error(exc: e.StoreError) -> ResponseReturnValue:
-        return page(status_of(exc), exc.message, exc.problems)
+        return store_error_page(exc)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> ResponseReturnValue:
