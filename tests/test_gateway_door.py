@@ -314,3 +314,35 @@ def test_two_equal_content_lengths_are_one(server, boot) -> None:
     head = (f"PUT /dav/org/{boot['org_id']}/same.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
             f"Content-Length: 4\r\nContent-Length: 4\r\n\r\n").encode()
     assert status_of(exchange(server, head + b"abcd")) in (201, 204)
+
+
+# -- logs cannot be forged -----------------------------------------------------------------------
+
+def test_control_characters_in_a_request_cannot_write_a_log_line(server, boot, caplog) -> None:
+    caplog.set_level("DEBUG")
+    org = boot["org_id"]
+    for target in ("/dav/x%0aFORGED%20200%20GET%20/", "/api/x%0d%0aFORGED", "/dav/org/%00FORGED.md",
+                   f"/dav/org/{org}/a%0aFORGED.md", "/x%e2%80%a8FORGED", "/x%1b[31mFORGED"):
+        exchange(server, f"GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n\r\n".encode())
+    # A refusal whose sentence quotes the client's name goes through dav_provider's error log.
+    exchange(server, f"PUT /dav/org/{org}/b%0aFORGED.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                     f"Content-Length: 1\r\n\r\nx".encode())
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("FORGED" in line for line in lines if line.startswith("GET")), lines
+    for line in lines:
+        assert not any(ch in line for ch in "\r\n\x00\x1b\u2028"), repr(line)
+    assert any("\\n" in line and "FORGED" in line for line in lines)
+
+
+def test_no_part_of_a_token_is_logged(server, boot, service, caplog) -> None:
+    caplog.set_level("DEBUG")
+    r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                     json={"level": "agent", "key": "logged.md", "content": "x"})
+    assert r.status_code == 200, r.text
+    service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_find", json={"query": "x"})
+    token = boot["service_token"]
+    secret = token.removeprefix("hf_")
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "POST /api/agents" in text and "service of org" in text
+    for i in range(len(secret) - 4):
+        assert secret[i:i + 5] not in text, "a piece of the service token is in the log"
