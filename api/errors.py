@@ -29,6 +29,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.LimitReached: 422,
     e.PreconditionFailed: 412,
     e.Locked: 423,
+    e.Unavailable: 503,
     e.StoreError: 400,
 }
 
@@ -48,6 +49,8 @@ def error_response(status: int, message: str, problems: list[str] | None = None)
     resp.status_code = status
     if status == 401:
         resp.headers["WWW-Authenticate"] = 'Basic realm="Host Finder", charset="UTF-8"'
+    if status == 503:
+        resp.headers["Retry-After"] = "2"
     return resp
 
 

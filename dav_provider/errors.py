@@ -27,6 +27,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.LimitReached: 507,
     e.PreconditionFailed: 412,
     e.Locked: 423,
+    e.Unavailable: 503,
     e.StoreError: 400,
 }
 

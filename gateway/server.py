@@ -23,7 +23,8 @@ from gateway import limits
 from gateway.door import BODY_TIMEOUT, CLOSE_CONNECTION, DoorServer
 from gateway.logs import clean, install as install_log_escaping
 from store.access import PRINCIPAL_KEY, Door
-from store.db import Database
+from store.db import UNAVAILABLE_MESSAGE, Database, outage_met
+from store.errors import Unavailable
 from store.filecache import FileCache
 
 access_log = logging.getLogger("hostfinder.access")
@@ -63,7 +64,7 @@ class Gateway:
             # WsgiDAV expects its mount path in SCRIPT_NAME, as a path dispatcher would set it.
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + MOUNT_PATH
             environ["PATH_INFO"] = path[len(MOUNT_PATH):] or "/"
-            app: WSGIApp = _refusal(environ, path) or self.dav
+            app: WSGIApp = _refusal(environ, path) or _outage_as_503(self.dav)
         elif path.startswith("/api/") or path == "/api":
             app = _refusal(environ, path) or self.api
         else:
@@ -76,6 +77,12 @@ class Gateway:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+        except Unavailable:
+            # The database went away under code that does not translate store errors itself.
+            if status_holder:
+                raise
+            status_holder[:] = ["503"]
+            yield from _plain(start_response, "503 Service Unavailable", UNAVAILABLE_MESSAGE, [("Retry-After", "2")])
         except Exception:
             # Flask and WsgiDAV answer their own errors; reaching here is a bug of ours. Log it
             # whole, answer a short sentence (never the traceback), or drop the connection if the
@@ -130,6 +137,37 @@ def _bounded(environ: dict[str, Any], path: str) -> WSGIApp | None:
     if close is not None:
         close()
     return _answer(refusal.status, refusal.sentence, [("Connection", "close")], path=path)
+
+
+def _outage_as_503(app: WSGIApp) -> WSGIApp:
+    """WsgiDAV turns any exception from outside its provider's translated calls (the login check,
+    the lock storage) into a 500. When that exception was the store's Unavailable, the client
+    gets what it means: 503 with Retry-After, so Finder and davfs2 retry instead of giving up."""
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        outage_met(reset=True)
+        replaced: list[bytes] = []
+
+        def watching_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if status.startswith("500") and outage_met():
+                body = (UNAVAILABLE_MESSAGE + "\n").encode("utf-8")
+                replaced.append(body)
+                return start_response("503 Service Unavailable", [
+                    ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                    ("Retry-After", "2")], exc_info)
+            return start_response(status, headers, exc_info)
+
+        result = app(environ, watching_start_response)
+        try:
+            for chunk in result:
+                if not replaced:
+                    yield chunk
+            if replaced:
+                yield replaced[0]
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+    return wrapped
 
 
 def _answer(status: str, sentence: str, headers: list[tuple[str, str]] | None = None, *, path: str = "") -> WSGIApp:

@@ -79,6 +79,11 @@ class Locked(StoreError):
     """A lease held by someone else covers the path."""
 
 
+class Unavailable(StoreError):
+    """The database cannot be reached just now (down, restarting, or every connection busy past a
+    short wait). Nothing was changed; the same request may succeed in a few seconds."""
+
+
 def translate(table: Mapping[type, T], exc: BaseException, default: T) -> T:
     """The entry for the most specific class of ``exc`` in a front end's table (its MRO order), or
     ``default``: each front end keeps one table (HTTP status, DAV status, errno) and this one lookup."""
