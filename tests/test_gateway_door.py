@@ -346,3 +346,48 @@ def test_no_part_of_a_token_is_logged(server, boot, service, caplog) -> None:
     assert "POST /api/agents" in text and "service of org" in text
     for i in range(len(secret) - 4):
         assert secret[i:i + 5] not in text, "a piece of the service token is in the log"
+
+
+# -- TLS: the handshake happens in the front too -------------------------------------------------
+
+@pytest.fixture
+def tls_server(db, tmp_path) -> Iterator[tuple[RunningServer, str]]:
+    import subprocess
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    gateway = Gateway(db)
+    port = free_port()
+    srv = make_server(gateway, "127.0.0.1", port, threads=4, tls_cert=str(cert), tls_key=str(key))
+    srv.prepare()
+    threading.Thread(target=srv.serve, daemon=True).start()
+    yield RunningServer(f"https://localhost:{port}", db, gateway), str(cert)
+    srv.stop()
+    gateway.close()
+
+
+def test_idle_and_half_handshaken_tls_clients_do_not_stop_https(tls_server, boot) -> None:
+    server, cert = tls_server
+    port = urlparse(server.url).port
+    sockets = []
+    try:
+        for i in range(60):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            if i % 2:
+                s.sendall(b"\x16\x03\x01\x00\xa5\x01\x00")   # the start of a ClientHello, never finished
+            sockets.append(s)
+        session = requests.Session()   # one keep-alive connection: parked again after each answer
+        for _ in range(3):
+            assert session.get(f"{server.url}/api/health", timeout=2, verify=cert).status_code == 200
+        url = f"{server.url}/dav/org/{boot['org_id']}/tls.md"
+        auth = (boot["email"], boot["password"])
+        assert session.put(url, data=b"# over TLS\n", auth=auth, timeout=5, verify=cert).status_code == 201
+        assert session.get(url, auth=auth, timeout=5, verify=cert).content == b"# over TLS\n"
+        # Plain HTTP on the TLS port is closed by the front, taking no worker's time.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(100) == b""
+    finally:
+        for s in sockets:
+            s.close()
