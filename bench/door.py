@@ -101,23 +101,33 @@ def run(url_db: str, idle: int, guessers: int, probes: int) -> None:
     try:
         _probe(url, 20)                                   # warm up
         quiet = _probe(url, probes)
-        ctx = multiprocessing.get_context("spawn")
-        ready, stop = ctx.Event(), ctx.Event()
-        attacker = ctx.Process(target=_attack, args=(url, port, boot["email"], idle, guessers, ready, stop))
-        attacker.start()
-        if not ready.wait(60):
-            raise SystemExit("the attack did not start")
-        loud = _probe(url, probes)
-        stop.set()
-        attacker.join(30)
+        rows = []
+        for label, n_idle, n_guessers in ((f"{idle} idle connections", idle, 0),
+                                          (f"{guessers} password guessers", 0, guessers),
+                                          (f"{idle} idle + {guessers} guessers", idle, guessers)):
+            rows.append((label, _under_attack(url, port, boot["email"], n_idle, n_guessers, probes)))
     finally:
         server.stop()
         gateway.close()
         db.close()
-    print(f"health check, no attack                          {_summary(quiet)}")
-    print(f"health check, {idle} idle + {guessers} password guessers  {_summary(loud)}")
-    print(f"ratio (under attack / none): median {statistics.median(loud) / statistics.median(quiet):.2f}x, "
-          f"p95 {_p95(loud) / _p95(quiet):.2f}x")
+    print(f"{'health check, no attack':36} {_summary(quiet)}")
+    for label, loud in rows:
+        print(f"{'health check, ' + label:36} {_summary(loud)}   ratio median "
+              f"{statistics.median(loud) / statistics.median(quiet):.2f}x, p95 {_p95(loud) / _p95(quiet):.2f}x")
+
+
+def _under_attack(url: str, port: int, email: str, idle: int, guessers: int, probes: int) -> list[float]:
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Event(), ctx.Event()
+    attacker = ctx.Process(target=_attack, args=(url, port, email, idle, guessers, ready, stop))
+    attacker.start()
+    try:
+        if not ready.wait(60):
+            raise SystemExit("the attack did not start")
+        return _probe(url, probes)
+    finally:
+        stop.set()
+        attacker.join(30)
 
 
 def main() -> None:
