@@ -17,7 +17,8 @@ connection is closed then too), and a body may make no progress for at most ``BO
 
 A parked connection costs a socket and its buffered bytes, not a thread, so there is no
 per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
-so file descriptors cannot run out.
+so file descriptors cannot run out, and ``buffer_budget`` the bytes of unfinished requests held at
+once (past it, a connection asking for more is answered 503 and closed).
 
 Also here: a header reader refusing two different Content-Length headers, or one with
 Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
@@ -30,6 +31,7 @@ import resource
 import selectors
 import socket
 import ssl
+import threading
 import time
 from typing import Any
 
@@ -44,6 +46,10 @@ HEADER_TIMEOUT = 10.0    # seconds for the request line and headers to arrive
 BODY_TIMEOUT = 30.0      # seconds a body (or a client reading our answer) may make no progress
 CLOSE_CONNECTION = "hostfinder.close_connection"   # environ: a callable closing after this answer
 _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
+_BUSY_BODY = (b"the server is holding too many unfinished requests in memory just now; "
+              b"send the request again in a few seconds\n")
+_BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                b"Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
 _TIMEOUT_BODY = b"the request did not arrive in time: headers within 10 s, a body never idle for 30 s\n"
 _TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
@@ -228,6 +234,16 @@ class ParkingManager(connections.ConnectionManager):
         super().__init__(server)
         server.socket.setblocking(False)
         self.max_open = max_open
+        # Bytes of unfinished requests held by the front, across all connections: each is bounded
+        # by its cap, but 500 connections each stalling one byte short of a 2 MB body would hold
+        # 1 GB. Past ``server.buffer_budget`` a connection asking for more memory is answered 503.
+        self._buffered = 0
+        self._count_lock = threading.Lock()
+
+    def _account(self, delta: int) -> int:
+        with self._count_lock:
+            self._buffered += delta
+            return self._buffered
 
     # -- the selector loop ---------------------------------------------------------------------
 
@@ -291,7 +307,7 @@ class ParkingManager(connections.ConnectionManager):
         outcome = self._pump(conn, state)
         if outcome == "closed":
             self._selector.unregister(fd)
-            conn.close()
+            self._drop(conn)
         elif outcome == "ready":
             self._selector.unregister(fd)
             self._hand_off(conn)
@@ -303,7 +319,7 @@ class ParkingManager(connections.ConnectionManager):
             return False
         except (OSError, ssl.SSLError, ValueError):
             self._selector.unregister(conn.socket.fileno())
-            conn.close()
+            self._drop(conn)
             return False
         state.handshaking = False
         state.since = time.monotonic()
@@ -325,6 +341,9 @@ class ParkingManager(connections.ConnectionManager):
                 return "closed"
             state.buf += data
             state.progress = time.monotonic()
+            if self._account(len(data)) > self.server.buffer_budget and not state.ready():
+                _send_quietly(sock, _BUSY_ANSWER)
+                return "closed"
             if len(state.buf) > limit or not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
         if state.ready():
@@ -337,6 +356,7 @@ class ParkingManager(connections.ConnectionManager):
     def _hand_off(self, conn: DoorConnection) -> None:
         state, conn.parked = conn.parked, None
         assert state is not None
+        self._account(-len(state.buf))
         conn.rfile.unread(bytes(state.buf))
         conn.socket.settimeout(self.server.timeout)
         conn.last_used = time.time()
@@ -353,7 +373,14 @@ class ParkingManager(connections.ConnectionManager):
             self._selector.unregister(fd)
             if conn.parked.buf or conn.parked.head_end is not None:
                 _send_quietly(conn.socket, _TIMEOUT_ANSWER)
-            conn.close()
+            self._drop(conn)
+
+    def _drop(self, conn: DoorConnection) -> None:
+        """Close a parked connection and forget the bytes it held."""
+        if conn.parked is not None:
+            self._account(-len(conn.parked.buf))
+            conn.parked = None
+        conn.close()
 
     # -- cheroot's interface -------------------------------------------------------------------
 
@@ -362,6 +389,7 @@ class ParkingManager(connections.ConnectionManager):
         worker's reader already holds (a pipelined request) come back to the front first."""
         conn.last_used = time.time()
         state = conn.parked = _Parked(conn.rfile.take_buffered())
+        self._account(len(state.buf))
         conn.socket.setblocking(False)
         if state.buf and state.ready():
             self._hand_off(conn)
@@ -369,7 +397,7 @@ class ParkingManager(connections.ConnectionManager):
         if isinstance(conn.socket, ssl.SSLSocket) and conn.socket.pending():
             outcome = self._pump(conn, state)
             if outcome == "closed":
-                conn.close()
+                self._drop(conn)
                 return
             if outcome == "ready":
                 self._hand_off(conn)
@@ -410,6 +438,7 @@ class DoorServer(wsgi.Server):
     ConnectionClass = DoorConnection
     header_timeout = HEADER_TIMEOUT
     body_timeout = BODY_TIMEOUT
+    buffer_budget = 256 * 1024 * 1024   # bytes of unfinished requests the front holds at most
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

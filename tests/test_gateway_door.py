@@ -57,11 +57,11 @@ def status_of(answer: bytes) -> int:
 @pytest.fixture
 def quick_server(db) -> Iterator[RunningServer]:
     """The gateway with short door deadlines (1 s for headers, 2 s of body silence) so that a test
-    sees them act in seconds."""
+    sees them act in seconds, and a 512 KB budget for unfinished requests."""
     gateway = Gateway(db)
     port = free_port()
     srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.header_timeout, srv.body_timeout = 1.0, 2.0
+    srv.header_timeout, srv.body_timeout, srv.buffer_budget = 1.0, 2.0, 512 * 1024
     srv.prepare()
     threading.Thread(target=srv.serve, daemon=True).start()
     yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
@@ -129,6 +129,31 @@ def test_a_body_that_stops_arriving_gets_408_and_nothing_is_stored(quick_server,
         assert status_of(answer) == 408
     r = requests.get(f"{quick_server.url}/dav/org/{boot['org_id']}/stalled.md", auth=(boot["email"], boot["password"]))
     assert r.status_code == 404
+
+
+def test_unfinished_bodies_past_the_memory_budget_are_refused_with_503(quick_server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/budget.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 200000\r\n\r\n").encode()
+    held, answers = [], []
+    try:
+        for _ in range(6):       # 6 x 120 KB held, over the 512 KB budget the fixture sets
+            s = socket.create_connection(address(quick_server), timeout=5)
+            s.sendall(head + b"x" * 120_000)
+            held.append(s)
+        time.sleep(0.5)
+        for s in held:
+            s.settimeout(0.5)
+            try:
+                answers.append(s.recv(4096))
+            except socket.timeout:
+                answers.append(b"")
+    finally:
+        for s in held:
+            s.close()
+    refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+    assert refused and all(b"Retry-After" in a for a in refused), answers
+    assert len(refused) < len(answers)      # those within the budget were kept waiting for their body
+    assert requests.get(f"{quick_server.url}/api/health", timeout=5).status_code == 200
 
 
 def test_keep_alive_and_pipelined_requests_still_work(server, boot) -> None:
