@@ -26,6 +26,7 @@ gateway asks cheroot to close the connection after a refusal whose body it did n
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import resource
 import selectors
@@ -258,8 +259,14 @@ class ParkingManager(connections.ConnectionManager):
             for fd, conn in ready:
                 if conn is self.server:
                     self._accept()
-                else:
+                    continue
+                try:
                     self._readable(fd, conn)
+                except Exception:  # one client's surprise must not stop the front for all
+                    log.exception("closing a connection after an unexpected error in the front")
+                    with contextlib.suppress(KeyError, ValueError):
+                        self._selector.unregister(fd)
+                    self._drop(conn)
             now = time.monotonic()
             if now - last_check > expiration_interval:
                 self._expire_parked(now)
@@ -302,7 +309,7 @@ class ParkingManager(connections.ConnectionManager):
     def _readable(self, fd: int, conn: DoorConnection) -> None:
         state = conn.parked
         assert state is not None
-        if state.handshaking and not self._handshake(conn, state):
+        if state.handshaking and not self._handshake(fd, conn, state):
             return
         outcome = self._pump(conn, state)
         if outcome == "closed":
@@ -312,13 +319,13 @@ class ParkingManager(connections.ConnectionManager):
             self._selector.unregister(fd)
             self._hand_off(conn)
 
-    def _handshake(self, conn: DoorConnection, state: _Parked) -> bool:
+    def _handshake(self, fd: int, conn: DoorConnection, state: _Parked) -> bool:
         try:
             conn.socket.do_handshake()
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return False
         except (OSError, ssl.SSLError, ValueError):
-            self._selector.unregister(conn.socket.fileno())
+            self._selector.unregister(fd)
             self._drop(conn)
             return False
         state.handshaking = False
