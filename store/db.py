@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import psycopg
@@ -128,11 +128,12 @@ class Database:
     30-second wait when PostgreSQL is gone.
 
     How an outage goes: each pooled connection is checked (one empty round trip) before it is
-    lent, so one that died with the server is replaced instead of failing a request. While the
-    server is known to be down, a request waits ``DOWN_WAIT`` for the pool, then tries one direct
-    connection: refused at once during the outage (503 in well under a second), and the first
-    request after the server is back succeeds on it without waiting for the pool's reconnection
-    back-off, which ``reconnect_timeout`` keeps short so the pool itself recovers within seconds."""
+    lent; one that died with the server is handed back for the pool to replace, the server is
+    marked down, and the request tries one direct connection at once. While the server is known to
+    be down, a request waits only ``DOWN_WAIT`` for the pool, then tries a direct connection:
+    refused at once during the outage (503 in well under a second), and the first request after
+    the server is back succeeds on it without waiting for the pool's reconnection back-off, which
+    ``reconnect_timeout`` keeps short so the pool itself recovers within seconds."""
 
     DOWN_WAIT = 0.3       # seconds a request waits for the pool while the server is known down
     DOWN_MEMORY = 5.0     # seconds a sign of an outage is remembered
@@ -147,7 +148,7 @@ class Database:
             self._kwargs["connect_timeout"] = 3
         self.pool = ConnectionPool(
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
-            kwargs=self._kwargs, configure=self._configure, check=self._check,
+            kwargs=self._kwargs, configure=self._configure,
             timeout=timeout, reconnect_timeout=2.0, reconnect_failed=lambda pool: self._mark_down(),
         )
 
@@ -156,13 +157,6 @@ class Database:
     def _configure(self, conn: psycopg.Connection) -> None:
         _configure(conn)
         self._down_until = 0.0        # a new connection: the server is back
-
-    def _check(self, conn: psycopg.Connection) -> None:
-        try:
-            ConnectionPool.check_connection(conn)
-        except Exception:
-            self._mark_down()
-            raise
 
     def _mark_down(self) -> None:
         self._down_until = time.monotonic() + self.DOWN_MEMORY
@@ -173,29 +167,47 @@ class Database:
 
     @contextmanager
     def _borrow(self) -> Iterator[Conn]:
-        """A connection from the pool, or (the server having been down) a direct one; any sign
-        that the server is gone comes out as ``Unavailable``."""
-        with ExitStack() as stack:
-            try:
-                conn = stack.enter_context(self.pool.connection(
-                    timeout=self.DOWN_WAIT if self.known_down else self.timeout))
-            except (PoolTimeout, PoolClosed) as exc:
-                conn = stack.enter_context(self._direct(exc))
-            try:
-                yield conn
-            except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
-                if not lost_connection(exc, conn):
-                    raise
-                self._mark_down()
-                log.warning("the database connection was lost: %s", str(exc).strip().splitlines()[:1])
-                raise _unavailable(exc) from exc
+        """A checked connection from the pool, or (the server having been down) a direct one;
+        any sign that the server is gone comes out as ``Unavailable``."""
+        conn, pooled = self._lend()
+        try:
+            yield conn
+        except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
+            if not lost_connection(exc, conn):
+                raise
+            self._mark_down()
+            log.warning("the database connection was lost: %s", str(exc).strip().splitlines()[:1])
+            raise _unavailable(exc) from exc
+        finally:
+            if pooled:
+                self.pool.putconn(conn)   # rolls back what is left open; replaces a broken one
+            else:
+                conn.close()
 
-    def _direct(self, cause: Exception) -> closing:
-        """One connection outside the pool, when the pool had none to lend: the server may be
-        back before the pool's next reconnection attempt. When it is not, ``Unavailable``."""
-        if not self.known_down or isinstance(cause, PoolClosed):
-            # The pool is healthy but every connection is busy (more connections would not help),
-            # or the process is shutting down.
+    def _lend(self) -> tuple[Conn, bool]:
+        """(connection, from the pool?). The pooled one is checked with one empty round trip: one
+        that died with the server is handed back (the pool replaces it) and this request goes on
+        with a direct connection at once, instead of the pool's own check loop with back-off."""
+        try:
+            conn = self.pool.getconn(timeout=self.DOWN_WAIT if self.known_down else self.timeout)
+        except (PoolTimeout, PoolClosed) as exc:
+            return self._direct(exc), False
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error as exc:
+            self._mark_down()
+            self.pool.putconn(conn)
+            return self._direct(exc), False
+        return conn, True
+
+    def _direct(self, cause: Exception) -> Conn:
+        """One connection outside the pool, when the pool had none to lend or lent a dead one:
+        the server may be back before the pool's next reconnection attempt. When it is not,
+        ``Unavailable``."""
+        full = self.pool.get_stats().get("pool_size", 0) >= self.pool.max_size
+        if isinstance(cause, PoolClosed) or (not self.known_down and full):
+            # The process is shutting down, or the pool is healthy and every connection is busy
+            # (another connection would only add to the load).
             raise _unavailable(cause) from cause
         try:
             conn = psycopg.connect(self.conninfo, **self._kwargs)
@@ -204,7 +216,7 @@ class Database:
             self._mark_down()
             raise _unavailable(exc) from exc
         self._down_until = 0.0
-        return closing(conn)
+        return conn
 
     def open(self, *, timeout: float = 10.0) -> Database:
         """Open the pool and wait for its first connections, so a bad URL fails at start-up."""
