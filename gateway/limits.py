@@ -1,8 +1,8 @@
 """How much of a request the gateway will read, and the one WSGI-level guard that holds it.
 
 Every body is bounded by what its route can accept: a WebDAV PUT by the store's note cap (256 KB),
-a WebDAV XML body (PROPFIND, PROPPATCH, LOCK) by ``XML_BODY``, an API body by ``API_BODY``, and
-anything else by ``OTHER_BODY``. A declared Content-Length over the cap is refused (413 with a
+a WebDAV XML body (PROPFIND, PROPPATCH, LOCK) by ``XML_BODY``, any other WebDAV body by
+``OTHER_BODY``, and an API or web-app body by ``API_BODY``. A declared Content-Length over the cap is refused (413 with a
 sentence) before a byte of the body is read; a chunked body is decoded here, at most cap + 1 bytes,
 so no application ever meets chunk framing (a size that is not hexadecimal is a 400, not an
 exception inside WsgiDAV). The parking front (gateway/door.py) uses the same caps to decide how much
@@ -25,7 +25,7 @@ from store.host import MAX_WRITE
 HEADER_BYTES = 64 * 1024      # request line and headers together (cheroot's max_request_header_size)
 XML_BODY = 1024 * 1024        # a PROPPATCH of every property a file may hold (64 x 4 KB) fits many times
 API_BODY = 2 * 1024 * 1024    # a 256 KB note as JSON with every character escaped (\u0001 is 6 bytes)
-OTHER_BODY = 64 * 1024        # GET, DELETE, MOVE ... carry no body a route reads
+OTHER_BODY = 64 * 1024        # WebDAV GET, DELETE, MOVE ... carry no body a route reads
 MAX_BODY = max(MAX_WRITE, XML_BODY, API_BODY, OTHER_BODY)
 
 # Header (WSGI environ key) -> (name, longest value accepted).
@@ -46,9 +46,9 @@ def body_cap(method: str, path: str) -> int:
         if method == "PUT":
             return MAX_WRITE
         return XML_BODY if method in _XML_METHODS else OTHER_BODY
-    if path == "/api" or path.startswith("/api/"):
-        return API_BODY
-    return OTHER_BODY
+    # The API, and everything else (the operator's web app posts its forms there): JSON or a form
+    # holding at most a note or a record, escaped.
+    return API_BODY
 
 
 def _what(method: str, path: str) -> str:
@@ -60,7 +60,7 @@ def _what(method: str, path: str) -> str:
         return f"a {method} request carries at most {OTHER_BODY} bytes of body"
     if path.startswith("/api"):
         return f"an API request body is at most {API_BODY} bytes"
-    return f"a request body here is at most {OTHER_BODY} bytes"
+    return f"a request body here is at most {API_BODY} bytes"
 
 
 @dataclass(frozen=True)
