@@ -86,6 +86,8 @@ def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage) ->
         assert "Traceback" not in r.text and "psycopg" not in r.text
     api = [r for r, _ in answers if "/api/" in r.url and "/health" not in r.url]
     assert all(r.headers.get("Retry-After") and "try again" in r.json()["error"] for r in api)
+    dav = [r for r, _ in answers if "/dav/" in r.url]
+    assert all(r.headers.get("Retry-After") for r in dav)
 
     pg.start()
     # The very next request of each kind succeeds: no dead pooled connection is lent out.
