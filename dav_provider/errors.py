@@ -43,4 +43,4 @@ def dav_error(exc: e.StoreError) -> DAVError:
     if exc.problems and len(exc.problems) > 1:
         text += "\n" + "\n".join(f"- {p}" for p in exc.problems)
     log.info("refused (%s): %s", status, exc.message)
-    return DAVError(status, context_info=text)
+    return DAVError(status, context_info=text, add_headers=[("Retry-After", "2")] if status == 503 else None)
