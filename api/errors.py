@@ -30,6 +30,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.PreconditionFailed: 412,
     e.Locked: 423,
     e.TooManyAttempts: 429,
+    e.Unavailable: 503,
     e.StoreError: 400,
 }
 
@@ -49,6 +50,8 @@ def error_response(status: int, message: str, problems: list[str] | None = None)
     resp.status_code = status
     if status == 401:
         resp.headers["WWW-Authenticate"] = 'Basic realm="Host Finder", charset="UTF-8"'
+    if status == 503:
+        resp.headers["Retry-After"] = "2"
     return resp
 
 
@@ -56,7 +59,7 @@ def register(app: Flask) -> None:
     @app.errorhandler(e.StoreError)
     def _store_error(exc: e.StoreError) -> Response:
         resp = error_response(status_of(exc), exc.message, exc.problems)
-        retry_after = getattr(exc, "retry_after", None)  # TooManyAttempts: when to try again
+        retry_after = getattr(exc, "retry_after", None)  # TooManyAttempts, Unavailable: when to retry
         if retry_after is not None:
             resp.headers["Retry-After"] = str(retry_after)
         return resp

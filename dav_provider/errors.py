@@ -28,6 +28,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.PreconditionFailed: 412,
     e.Locked: 423,
     e.TooManyAttempts: 429,
+    e.Unavailable: 503,
     e.StoreError: 400,
 }
 
@@ -43,7 +44,9 @@ def dav_error(exc: e.StoreError) -> DAVError:
     if exc.problems and len(exc.problems) > 1:
         text += "\n" + "\n".join(f"- {p}" for p in exc.problems)
     log.info("refused (%s): %s", status, exc.message)
-    return DAVError(status, context_info=text)
+    retry_after = getattr(exc, "retry_after", None)  # too many logins, or the store is down
+    return DAVError(status, context_info=text,
+                    add_headers=[("Retry-After", str(retry_after))] if retry_after is not None else None)
 
 
 def internal_error(exc: BaseException) -> DAVError:

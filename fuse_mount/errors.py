@@ -44,10 +44,13 @@ ERRNO: dict[type[e.StoreError], int] = {
     e.Locked: errno.EBUSY,
     # Too many failed logins: "Resource temporarily unavailable", try again later.
     e.TooManyAttempts: errno.EAGAIN,
+    # The database is down or restarting: "Input/output error", as a disk that stopped answering.
+    e.Unavailable: errno.EIO,
 }
 
-# The store is unreachable: a pool timeout or a lost connection. "Input/output error", retryable.
-UNAVAILABLE = (psycopg_pool.PoolTimeout, psycopg.OperationalError)
+# The store is unreachable: store.db says so with Unavailable; the driver's own exceptions only
+# reach here from code that talks to PostgreSQL without store.db (the change-event follower).
+UNAVAILABLE = (e.Unavailable, psycopg_pool.PoolTimeout, psycopg.OperationalError)
 
 
 def errno_for(exc: BaseException) -> int:
@@ -70,7 +73,7 @@ def log_refusal(operation: str, path: str, exc: BaseException) -> int:
     an unreachable store is a WARNING; anything else is a bug, logged with its traceback."""
     code = errno_for(exc)
     name = errno.errorcode.get(code, str(code))
-    if isinstance(exc, e.StoreError):
+    if isinstance(exc, e.StoreError) and not isinstance(exc, e.Unavailable):
         log.info("refused %s %s: %s [%s]", operation, path or "/", describe(exc), name)
     elif isinstance(exc, UNAVAILABLE):
         log.warning("%s %s failed: the store is unavailable (%s) [%s]", operation, path or "/",

@@ -1,10 +1,14 @@
 """One WSGI application for the whole gateway and the cheroot server that runs it.
 
 /dav/... goes to WsgiDAV, /api/... to the JSON API, everything else to the operator's web app
-(web/). Every request leaves one access-log line: method, path, status, milliseconds, user. A server error is logged with its
-traceback and answered with a short message, never the traceback."""
+(web/). Every request leaves one access-log line: method, path, status, milliseconds, user, every
+field with its control characters escaped (gateway/logs.py) so a client cannot write a line of its
+own. A server error is logged with its traceback and answered with a short message, never the
+traceback. Before any application runs, the guard of gateway/limits.py bounds what the request may
+make us read."""
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -16,8 +20,12 @@ from cheroot.ssl.builtin import BuiltinSSLAdapter
 from api import create_app
 from api.auth import parse_basic
 from dav_provider.app import MOUNT_PATH, build_dav_app
+from gateway import limits
+from gateway.door import BODY_TIMEOUT, CLOSE_CONNECTION, DoorServer
+from gateway.logs import clean, install as install_log_escaping
 from store.access import PRINCIPAL_KEY, Door
-from store.db import Database
+from store.db import UNAVAILABLE_MESSAGE, Database, outage_met
+from store.errors import Unavailable
 from store.filecache import FileCache
 from web import create_app as create_web_app
 
@@ -31,6 +39,7 @@ class Gateway:
     """The composed WSGI application: routes by path prefix and logs each request."""
 
     def __init__(self, db: Database, *, read_cache: bool = False) -> None:
+        install_log_escaping()
         self.db = db
         self.door = Door(db)
         # Off by default: without it every GET is one query, so gateways behind a load balancer
@@ -58,11 +67,11 @@ class Gateway:
             # WsgiDAV expects its mount path in SCRIPT_NAME, as a path dispatcher would set it.
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + MOUNT_PATH
             environ["PATH_INFO"] = path[len(MOUNT_PATH):] or "/"
-            app: WSGIApp = _refusal(environ) or self.dav
+            app: WSGIApp = _refusal(environ, path) or _outage_as_503(self.dav)
         elif path.startswith("/api/") or path == "/api":
-            app = _refusal(environ) or self.api
+            app = _refusal(environ, path) or self.api
         else:
-            app = _refusal(environ) or self.web
+            app = _refusal(environ, path) or self.web
         try:
             result = app(environ, recording_start_response)
             try:
@@ -71,43 +80,108 @@ class Gateway:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
+        except Unavailable:
+            # The database went away under code that does not translate store errors itself.
+            if status_holder:
+                raise
+            status_holder[:] = ["503"]
+            yield from _plain(start_response, "503 Service Unavailable", UNAVAILABLE_MESSAGE, [("Retry-After", "2")])
         except Exception:
             # Flask and WsgiDAV answer their own errors; reaching here is a bug of ours. Log it
             # whole, answer a short sentence (never the traceback), or drop the connection if the
             # response had already begun.
-            log.exception("unhandled error in %s %s", environ.get("REQUEST_METHOD"), path)
+            log.exception("unhandled error in %s %s", clean(environ.get("REQUEST_METHOD")), clean(path))
             if status_holder:
                 raise
             status_holder[:] = ["500"]
             yield from _plain(start_response, "500 Internal Server Error",
                               "internal error: the server could not complete the request; it has been logged")
         finally:
-            principal = environ.get(PRINCIPAL_KEY)
-            access_log.info('%s %s %s %.1fms %s', environ.get("REQUEST_METHOD"), path,
+            access_log.info('%s %s %s %.1fms %s', clean(environ.get("REQUEST_METHOD")), clean(path),
                             (status_holder or ["-"])[0].split(" ")[0], (time.perf_counter() - started) * 1000,
-                            principal.name if principal else "-")
+                            clean(_who(environ.get(PRINCIPAL_KEY))))
 
 
-def _refusal(environ: dict[str, Any]) -> WSGIApp | None:
+def _who(principal: Any) -> str:
+    """The caller as the access log names it: a member by email; a service token by its
+    organisation only, since its display name holds the first characters of the secret."""
+    if principal is None:
+        return "-"
+    if principal.kind == "service":
+        return "service of org " + ",".join(str(o) for o in sorted(principal.org_ids))
+    return principal.name
+
+
+def _refusal(environ: dict[str, Any], path: str) -> WSGIApp | None:
     """A short answer for a request no application should see: a path that is not UTF-8, a body
-    length that is not a number, or a Basic header that cannot name a login. WsgiDAV would turn
-    each into a 500 with the exception's text."""
+    length that is not a number, a Basic header that cannot name a login (WsgiDAV would turn each
+    into a 500 with the exception's text), or a request over a bound of gateway/limits.py."""
     try:
         environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
     except UnicodeError:
-        return _answer("400 Bad Request", "the path is not valid UTF-8; percent-encode file names as UTF-8")
+        return _answer("400 Bad Request", "the path is not valid UTF-8; percent-encode file names as UTF-8", path=path)
     length = environ.get("CONTENT_LENGTH", "")
     if length and not (length.isascii() and length.isdigit()):
-        return _answer("400 Bad Request", f"Content-Length {length!r} is not a number of bytes")
-    header = environ.get("HTTP_AUTHORIZATION", "")
-    if header[:6].lower() == "basic " and parse_basic(header) is None:
+        return _answer("400 Bad Request", f"Content-Length {length!r} is not a number of bytes", path=path)
+    header = environ.get("HTTP_AUTHORIZATION", "").strip()
+    if header.split(" ", 1)[0].lower() == "basic" and parse_basic(header) is None:
         return _answer("401 Unauthorized", "the Basic credentials are not base64 of email:password in UTF-8",
-                       [("WWW-Authenticate", 'Basic realm="Host Finder", charset="UTF-8"')])
-    return None
+                       [("WWW-Authenticate", 'Basic realm="Host Finder", charset="UTF-8"')], path=path)
+    return _bounded(environ, path)
 
 
-def _answer(status: str, sentence: str, headers: list[tuple[str, str]] | None = None) -> WSGIApp:
+def _bounded(environ: dict[str, Any], path: str) -> WSGIApp | None:
+    """The guard's refusal, if any; its body was not read (or not wholly), so the connection
+    closes after the answer: what follows on it is not a request."""
+    refusal = limits.guard(environ, path)
+    if refusal is None:
+        return None
+    close = environ.get(CLOSE_CONNECTION)
+    if close is not None:
+        close()
+    return _answer(refusal.status, refusal.sentence, [("Connection", "close")], path=path)
+
+
+def _outage_as_503(app: WSGIApp) -> WSGIApp:
+    """WsgiDAV turns any exception from outside its provider's translated calls (the login check,
+    the lock storage) into a 500. When that exception was the store's Unavailable, the client
+    gets what it means: 503 with Retry-After, so Finder and davfs2 retry instead of giving up."""
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        outage_met(reset=True)
+        replaced: list[bytes] = []
+
+        def watching_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if status.startswith("500") and outage_met():
+                body = (UNAVAILABLE_MESSAGE + "\n").encode("utf-8")
+                replaced.append(body)
+                return start_response("503 Service Unavailable", [
+                    ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                    ("Retry-After", "2")], exc_info)
+            return start_response(status, headers, exc_info)
+
+        result = app(environ, watching_start_response)
+        try:
+            for chunk in result:
+                if not replaced:
+                    yield chunk
+            if replaced:
+                yield replaced[0]
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+    return wrapped
+
+
+def _answer(status: str, sentence: str, headers: list[tuple[str, str]] | None = None, *, path: str = "") -> WSGIApp:
+    """An answer in the shape of the part of the tree asked: the API's JSON error, or a sentence."""
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if path == "/api" or path.startswith("/api/"):
+            code = int(status.split(" ", 1)[0])
+            body = json.dumps({"error": sentence, "problems": [], "status": code}).encode("utf-8")
+            start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                    *(headers or [])])
+            return [body]
         return _plain(start_response, status, sentence, headers)
     return app
 
@@ -122,11 +196,12 @@ def _plain(start_response: Callable[..., Any], status: str, sentence: str,
 
 def make_server(app: WSGIApp, host: str, port: int, *, threads: int = 16,
                 tls_cert: str | None = None, tls_key: str | None = None) -> wsgi.Server:
-    """A cheroot server, not yet bound. ``server.prepare()`` binds (raising OSError when the port
-    is taken), ``server.serve()`` runs until ``server.stop()``."""
-    server = wsgi.Server((host, port), app, numthreads=threads, server_name="hostfinder",
-                         request_queue_size=64, timeout=60)
-    # Finder and davfs2 keep connections open; cheroot's default 'max' would cap concurrency.
+    """A cheroot server with the parking front (gateway/door.py), not yet bound.
+    ``server.prepare()`` binds (raising OSError when the port is taken), ``server.serve()`` runs
+    until ``server.stop()``. ``timeout`` is how long a worker waits on a client that stopped
+    reading our answer; bodies are bounded per route by the guard, not by cheroot."""
+    server = DoorServer((host, port), app, numthreads=threads, server_name="hostfinder",
+                        request_queue_size=1024, timeout=BODY_TIMEOUT)
     server.max_request_body_size = 0
     if tls_cert:
         server.ssl_adapter = BuiltinSSLAdapter(str(tls_cert), str(tls_key))

@@ -8,16 +8,19 @@ sees a psycopg exception for something a client sent.
 from __future__ import annotations
 
 import logging
+import select
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from store.errors import Conflict, Invalid, StoreError
+from store.errors import Conflict, Invalid, StoreError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -83,17 +86,153 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
+# Whether the current unit of work (one request in a worker thread) met Unavailable: a front end
+# whose framework turns any exception into a 500 on its own (WsgiDAV's auth and lock callbacks) reads
+# it to answer 503 instead.
+_outage_met: ContextVar[bool] = ContextVar("hostfinder_outage_met", default=False)
+
+
+def outage_met(reset: bool = False) -> bool:
+    """True if ``Unavailable`` was raised in this context since the last reset; ``reset`` clears it."""
+    met = _outage_met.get()
+    if reset:
+        _outage_met.set(False)
+    return met
+
+
+def _unavailable(cause: BaseException) -> Unavailable:
+    _outage_met.set(True)
+    return Unavailable(UNAVAILABLE_MESSAGE)
+
+
+# SQLSTATEs saying the server went away: class 08 (connection exception), and the server shutting
+# down or starting up (57P01-57P03). Others (a statement timeout, a deadlock) are not an outage.
+_GONE = ("57P01", "57P02", "57P03")
+UNAVAILABLE_MESSAGE = ("the store's database cannot be reached just now (PostgreSQL is down, restarting or "
+                       "overloaded); try again in a few seconds")
+
+
+def lost_connection(exc: BaseException, conn: psycopg.Connection | None = None) -> bool:
+    """True when ``exc`` means the database is gone, not that the statement was wrong."""
+    if isinstance(exc, (PoolTimeout, PoolClosed)):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return (state is None or state.startswith("08") or state in _GONE
+            or (conn is not None and (conn.closed or conn.broken)))
+
+
+def _suspect(conn: psycopg.Connection) -> bool:
+    """Whether an idle pooled connection may be dead, without a round trip: an idle connection's
+    socket has nothing to read unless the server wrote first, and a server that stops or restarts
+    writes its goodbye (or the kernel its EOF) on every connection. So a readable socket is worth
+    the empty-query check (~0.1-0.3 ms here); a quiet one is used at once (a poll, microseconds)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 class Database:
     """A psycopg pool with the store's conventions: dict rows, UTC, autocommit outside
-    ``transaction()``."""
+    ``transaction()``, and ``Unavailable`` (a store error) instead of a driver exception or a
+    30-second wait when PostgreSQL is gone.
+
+    How an outage goes: each pooled connection is checked before it is lent (a poll of its
+    socket, and when the server has written to it, one empty round trip); one that died with the server is handed back for the pool to replace, the server is
+    marked down, and the request tries one direct connection at once. While the server is known to
+    be down, a request waits only ``DOWN_WAIT`` for the pool, then tries a direct connection:
+    refused at once during the outage (503 in well under a second), and the first request after
+    the server is back succeeds on it without waiting for the pool's reconnection back-off, which
+    ``reconnect_timeout`` keeps short so the pool itself recovers within seconds."""
+
+    DOWN_WAIT = 0.3       # seconds a request waits for the pool while the server is known down
+    DOWN_MEMORY = 5.0     # seconds a sign of an outage is remembered
 
     def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 10,
-                 name: str = "hostfinder") -> None:
+                 name: str = "hostfinder", timeout: float = 2.0) -> None:
         self.conninfo = conninfo
+        self.timeout = timeout
+        self._down_until = 0.0
+        self._kwargs: dict = {"row_factory": dict_row, "autocommit": True}
+        if "connect_timeout" not in conninfo_to_dict(conninfo):
+            self._kwargs["connect_timeout"] = 3
         self.pool = ConnectionPool(
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
-            kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure,
+            kwargs=self._kwargs, configure=self._configure,
+            timeout=timeout, reconnect_timeout=2.0, reconnect_failed=lambda pool: self._mark_down(),
         )
+
+    # -- availability ------------------------------------------------------------------------------
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        _configure(conn)
+        self._down_until = 0.0        # a new connection: the server is back
+
+    def _mark_down(self) -> None:
+        self._down_until = time.monotonic() + self.DOWN_MEMORY
+
+    @property
+    def known_down(self) -> bool:
+        return time.monotonic() < self._down_until
+
+    @contextmanager
+    def _borrow(self) -> Iterator[Conn]:
+        """A checked connection from the pool, or (the server having been down) a direct one;
+        any sign that the server is gone comes out as ``Unavailable``."""
+        conn, pooled = self._lend()
+        try:
+            yield conn
+        except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
+            if not lost_connection(exc, conn):
+                raise
+            self._mark_down()
+            log.warning("the database connection was lost: %s", str(exc).strip().splitlines()[:1])
+            raise _unavailable(exc) from exc
+        finally:
+            if pooled:
+                self.pool.putconn(conn)   # rolls back what is left open; replaces a broken one
+            else:
+                conn.close()
+
+    def _lend(self) -> tuple[Conn, bool]:
+        """(connection, from the pool?). A pooled one that may have died is checked with one
+        empty round trip; a dead one is handed back (the pool replaces it) and this request goes
+        on with a direct connection at once, instead of the pool's own check loop with back-off."""
+        try:
+            conn = self.pool.getconn(timeout=self.DOWN_WAIT if self.known_down else self.timeout)
+        except (PoolTimeout, PoolClosed) as exc:
+            return self._direct(exc), False
+        try:
+            if _suspect(conn):
+                ConnectionPool.check_connection(conn)
+        except psycopg.Error as exc:
+            self._mark_down()
+            self.pool.putconn(conn)
+            return self._direct(exc), False
+        return conn, True
+
+    def _direct(self, cause: Exception) -> Conn:
+        """One connection outside the pool, when the pool had none to lend or lent a dead one:
+        the server may be back before the pool's next reconnection attempt. When it is not,
+        ``Unavailable``."""
+        full = self.pool.get_stats().get("pool_size", 0) >= self.pool.max_size
+        if isinstance(cause, PoolClosed) or (not self.known_down and full):
+            # The process is shutting down, or the pool is healthy and every connection is busy
+            # (another connection would only add to the load).
+            raise _unavailable(cause) from cause
+        try:
+            conn = psycopg.connect(self.conninfo, **self._kwargs)
+            _configure(conn)
+        except psycopg.Error as exc:
+            self._mark_down()
+            raise _unavailable(exc) from exc
+        self._down_until = 0.0
+        return conn
 
     def open(self, *, timeout: float = 10.0) -> Database:
         """Open the pool and wait for its first connections, so a bad URL fails at start-up."""
@@ -112,7 +251,7 @@ class Database:
     @contextmanager
     def connection(self) -> Iterator[Conn]:
         """A pooled autocommit connection, for reads that need no transaction."""
-        with self.pool.connection() as conn:
+        with self._borrow() as conn:
             try:
                 yield conn
             except (psycopg.DataError, UnicodeEncodeError) as exc:
@@ -121,11 +260,12 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Conn]:
         """One transaction; commits on exit, rolls back on any error. Integrity errors on the
-        store's constraints come out as store errors."""
+        store's constraints come out as store errors; a lost connection (even during COMMIT)
+        comes out as ``Unavailable``, never as success."""
         pending: list[Callable[[], None]] = []
         token = _after_commit.set(pending)
         try:
-            with self.pool.connection() as conn:
+            with self._borrow() as conn:
                 try:
                     with conn.transaction():
                         yield conn

@@ -88,6 +88,13 @@ class TooManyAttempts(StoreError):
         self.retry_after = retry_after
 
 
+class Unavailable(StoreError):
+    """The database cannot be reached just now (down, restarting, or every connection busy past a
+    short wait). Nothing was changed; the same request may succeed in a few seconds."""
+
+    retry_after = 2  # seconds: what front ends tell clients (Retry-After) before they try again
+
+
 def translate(table: Mapping[type, T], exc: BaseException, default: T) -> T:
     """The entry for the most specific class of ``exc`` in a front end's table (its MRO order), or
     ``default``: each front end keeps one table (HTTP status, DAV status, errno) and this one lookup."""

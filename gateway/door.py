@@ -1,0 +1,463 @@
+"""The server's door: no worker thread waits for a client.
+
+cheroot (11.x) hands every freshly accepted connection straight to a worker thread
+(``ConnectionManager._run`` calls ``server.process_conn`` on accept), and the worker then blocks in
+``readline()`` until the request line arrives or the socket timeout passes. Only connections that
+already finished a request are parked in its selector. So 16 connections that send nothing (or send a
+header a byte at a time, or a body slowly) hold all 16 workers and the gateway stops answering.
+
+Here one selector thread, the *parking front*, owns every connection while it is not being answered:
+fresh ones (after a non-blocking TLS handshake), keep-alive ones between requests, and those whose
+request is still arriving. It reads with non-blocking ``recv`` and hands a connection to a worker
+only when the whole request is in memory: the head, and a body up to its route's cap
+(gateway/limits.py), or as soon as the request is known to be refused (a declared length over the
+cap, framing cheroot will reject). A worker therefore never waits on a client's bytes. Deadlines:
+the head within ``HEADER_TIMEOUT`` of when the front began waiting for it (an idle keep-alive
+connection is closed then too), and a body may make no progress for at most ``BODY_TIMEOUT``.
+
+A parked connection costs a socket and its buffered bytes, not a thread, so there is no
+per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
+so file descriptors cannot run out, and ``buffer_budget`` the bytes of unfinished requests held at
+once (past it, a connection asking for more is answered 503 and closed).
+
+Also here: a header reader refusing two different Content-Length headers, or one with
+Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
+gateway asks cheroot to close the connection after a refusal whose body it did not read.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import resource
+import selectors
+import socket
+import ssl
+import threading
+import time
+from typing import Any
+
+from cheroot import connections, server as cheroot_server, wsgi
+from cheroot.makefile import StreamReader
+
+from gateway.limits import HEADER_BYTES, MAX_BODY, body_cap
+
+log = logging.getLogger(__name__)
+
+HEADER_TIMEOUT = 10.0    # seconds for the request line and headers to arrive
+BODY_TIMEOUT = 30.0      # seconds a body (or a client reading our answer) may make no progress
+CLOSE_CONNECTION = "hostfinder.close_connection"   # environ: a callable closing after this answer
+_CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
+_BUSY_BODY = (b"the server is holding too many unfinished requests in memory just now; "
+              b"send the request again in a few seconds\n")
+_BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                b"Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_TIMEOUT_BODY = b"the request did not arrive in time: headers within 10 s, a body never idle for 30 s\n"
+_TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                   b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
+
+
+class _Reader(StreamReader):
+    """cheroot's socket reader, able to take back bytes the front already read (``unread``) and to
+    give up what it buffered beyond the request it answered (``take_buffered``). Both touch the
+    buffer of _pyio.BufferedReader, which cheroot's own ``has_data`` reads too."""
+
+    def unread(self, data: bytes) -> None:
+        with self._read_lock:
+            self._read_buf = bytes(data) + self._read_buf[self._read_pos:]
+            self._read_pos = 0
+
+    def take_buffered(self) -> bytes:
+        with self._read_lock:
+            data = self._read_buf[self._read_pos:]
+            self._read_buf, self._read_pos = b"", 0
+        return bytes(data)
+
+
+class _StrictHeaders(dict):
+    """A header dict refusing a second, different Content-Length (cheroot keeps the last one)."""
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        if key == b"Content-Length" and key in self and self[key] != value:
+            raise ValueError("the request has two different Content-Length headers; send exactly one")
+        super().__setitem__(key, value)
+
+
+class StrictHeaderReader(cheroot_server.HeaderReader):
+    """cheroot's header reader plus the RFC 9112 6.3 checks; a ValueError becomes cheroot's 400."""
+
+    def __call__(self, rfile: Any, hdict: dict | None = None) -> dict:
+        strict = super().__call__(rfile, _StrictHeaders())
+        if b"Transfer-Encoding" in strict and b"Content-Length" in strict:
+            raise ValueError("the request has both Transfer-Encoding and Content-Length; send one of them")
+        if hdict is None:
+            return dict(strict)
+        hdict.update(strict)
+        return hdict
+
+
+class DoorRequest(cheroot_server.HTTPRequest):
+    header_reader = StrictHeaderReader()
+
+
+class DoorConnection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = DoorRequest
+    parked: _Parked | None = None
+
+    def __init__(self, server: Any, sock: Any, makefile: Any = None) -> None:
+        super().__init__(server, sock, makefile or cheroot_server.MakeFile)
+        self.rfile = _Reader(sock, "rb", self.rbufsize)
+
+
+class DoorWSGIGateway(wsgi.Gateway_10):
+    """WSGI 1.0 as cheroot does it, plus ``environ[CLOSE_CONNECTION]``."""
+
+    def get_environ(self) -> dict[str, Any]:
+        env = super().get_environ()
+        env[CLOSE_CONNECTION] = self._close_after
+        return env
+
+    def _close_after(self) -> None:
+        self.req.close_connection = True
+
+
+class _Parked:
+    """What the front knows of a connection's next request while it arrives."""
+
+    __slots__ = ("buf", "since", "progress", "handshaking", "head_end", "body_end", "chunked",
+                 "chunk_pos", "decoded", "cap", "send_continue")
+
+    def __init__(self, data: bytes = b"", *, handshaking: bool = False) -> None:
+        now = time.monotonic()
+        self.buf = bytearray(data)
+        self.since = self.progress = now
+        self.handshaking = handshaking
+        self.head_end: int | None = None
+        self.body_end: int | None = None
+        self.chunked = False
+        self.chunk_pos = 0
+        self.decoded = 0
+        self.cap = 0
+        self.send_continue = False
+
+    def expired(self, now: float, header_timeout: float, body_timeout: float) -> bool:
+        if self.head_end is None:
+            return now - self.since > header_timeout
+        return now - self.progress > body_timeout
+
+    def ready(self) -> bool:
+        """True when a worker can answer without waiting for the client: the request is complete,
+        or is already known to be refused (cheroot or the guard answer without reading on)."""
+        if self.head_end is None and not self._parse_head():
+            return len(self.buf) > HEADER_BYTES + 2   # cheroot answers 413/414 from what is here
+        if self.chunked:
+            return self._chunks_done()
+        return self.body_end is None or len(self.buf) >= self.body_end
+
+    def _parse_head(self) -> bool:
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return False
+        self.head_end = end + 4
+        lines = bytes(self.buf[:end]).lstrip(b"\r\n").split(b"\r\n")
+        parts = lines[0].split(b" ")
+        method = parts[0].decode("latin-1")
+        target = (parts[1] if len(parts) > 1 else b"/").split(b"?", 1)[0].decode("latin-1")
+        lengths, transfer, expect = set(), b"", False
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            name, value = name.strip().lower(), value.strip()
+            if name == b"content-length":
+                lengths.add(value)
+            elif name == b"transfer-encoding":
+                transfer += value.lower()
+            elif name == b"expect" and value.lower() == b"100-continue":
+                expect = True
+        self.cap = body_cap(method, target)
+        if transfer:
+            # Anything but plain chunked (or with a Content-Length too) is refused by cheroot at once.
+            self.chunked = transfer == b"chunked" and not lengths
+            self.chunk_pos = self.head_end
+            if expect and self.chunked:
+                self._continue()
+            return True
+        if len(lengths) != 1:
+            return True                               # no body, or two lengths (cheroot's 400)
+        text = lengths.pop()
+        if not (text.isdigit() and int(text) <= self.cap):
+            return True                               # over the cap or not a number: refused unread
+        self.body_end = self.head_end + int(text)
+        if expect and len(self.buf) < self.body_end:
+            self._continue()
+        return True
+
+    def _continue(self) -> None:
+        """Drop Expect: 100-continue from the head: the front sends the 100 itself (caller), so
+        the client sends its body now, and cheroot must not send a second one later."""
+        head = bytes(self.buf[:self.head_end])
+        kept = [ln for ln in head.split(b"\r\n") if not ln.lower().startswith(b"expect:")]
+        new_head = b"\r\n".join(kept)
+        delta = len(head) - len(new_head)
+        self.buf[:self.head_end] = new_head
+        self.head_end -= delta
+        if self.body_end is not None:
+            self.body_end -= delta
+        self.chunk_pos = self.head_end
+        self.send_continue = True
+
+    def _chunks_done(self) -> bool:
+        while True:
+            eol = self.buf.find(b"\r\n", self.chunk_pos)
+            if eol < 0:
+                return len(self.buf) - self.chunk_pos > _CHUNK_LINE   # the guard's 400
+            size_text = bytes(self.buf[self.chunk_pos:eol]).split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                return True                                          # the guard's 400
+            if size == 0:
+                # The last chunk: done at the empty line ending the (usually absent) trailers.
+                rest = self.buf[eol:]
+                return rest.startswith(b"\r\n\r\n") or rest.find(b"\r\n\r\n") >= 0
+            self.decoded += size
+            if self.decoded > self.cap:
+                return True                                          # the guard's 413
+            after = eol + 2 + size + 2
+            if len(self.buf) < after:
+                self.decoded -= size
+                return False
+            self.chunk_pos = after
+
+
+class ParkingManager(connections.ConnectionManager):
+    """cheroot's ConnectionManager with the parking front described above."""
+
+    def __init__(self, server: Any, *, max_open: int) -> None:
+        super().__init__(server)
+        server.socket.setblocking(False)
+        self.max_open = max_open
+        # Bytes of unfinished requests held by the front, across all connections: each is bounded
+        # by its cap, but 500 connections each stalling one byte short of a 2 MB body would hold
+        # 1 GB. Past ``server.buffer_budget`` a connection asking for more memory is answered 503.
+        self._buffered = 0
+        self._count_lock = threading.Lock()
+
+    def _account(self, delta: int) -> int:
+        with self._count_lock:
+            self._buffered += delta
+            return self._buffered
+
+    # -- the selector loop ---------------------------------------------------------------------
+
+    def _run(self, expiration_interval: float) -> None:
+        last_check = time.monotonic()
+        while not self._stop_requested:
+            try:
+                ready = list(self._selector.select(timeout=expiration_interval))
+            except OSError:
+                self._remove_invalid_sockets()
+                continue
+            for fd, conn in ready:
+                if conn is self.server:
+                    self._accept()
+                    continue
+                try:
+                    self._readable(fd, conn)
+                except Exception:  # one client's surprise must not stop the front for all
+                    log.exception("closing a connection after an unexpected error in the front")
+                    with contextlib.suppress(KeyError, ValueError):
+                        self._selector.unregister(fd)
+                    self._drop(conn)
+            now = time.monotonic()
+            if now - last_check > expiration_interval:
+                self._expire_parked(now)
+                last_check = now
+
+    def _accept(self) -> None:
+        for _ in range(64):
+            try:
+                sock, addr = self.server.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.warning("accept failed: %s", exc)
+                return
+            if len(self._selector) > self.max_open:
+                # Every descriptor we may use is taken by parked clients: refuse the newcomer
+                # rather than fail later in the middle of someone's request.
+                sock.close()
+                continue
+            connections.prevent_socket_inheritance(sock)
+            sock.setblocking(False)
+            if self.server.nodelay and not isinstance(self.server.bind_addr, (str, bytes)):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            adapter = self.server.ssl_adapter
+            handshaking = False
+            if adapter is not None:
+                try:
+                    sock = adapter.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                except (OSError, ssl.SSLError):
+                    sock.close()
+                    continue
+                handshaking = True
+            conn = self.server.ConnectionClass(self.server, sock)
+            conn.ssl_env = {}
+            if not isinstance(self.server.bind_addr, (str, bytes)) and addr:
+                conn.remote_addr, conn.remote_port = addr[0], addr[1]
+            conn.parked = _Parked(handshaking=handshaking)
+            self._park(conn)
+
+    def _readable(self, fd: int, conn: DoorConnection) -> None:
+        state = conn.parked
+        assert state is not None
+        if state.handshaking and not self._handshake(fd, conn, state):
+            return
+        outcome = self._pump(conn, state)
+        if outcome == "closed":
+            self._selector.unregister(fd)
+            self._drop(conn)
+        elif outcome == "ready":
+            self._selector.unregister(fd)
+            self._hand_off(conn)
+
+    def _handshake(self, fd: int, conn: DoorConnection, state: _Parked) -> bool:
+        try:
+            conn.socket.do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return False
+        except (OSError, ssl.SSLError, ValueError):
+            self._selector.unregister(fd)
+            self._drop(conn)
+            return False
+        state.handshaking = False
+        state.since = time.monotonic()
+        conn.ssl_env = self.server.ssl_adapter.get_environ(conn.socket)
+        return True
+
+    def _pump(self, conn: DoorConnection, state: _Parked) -> str:
+        """Read what the client has sent so far; 'ready', 'closed' or 'waiting'."""
+        sock = conn.socket
+        limit = HEADER_BYTES + MAX_BODY + 65536
+        while True:
+            try:
+                data = sock.recv(65536)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            except (OSError, ssl.SSLError):
+                return "closed"
+            if not data:
+                return "closed"
+            state.buf += data
+            state.progress = time.monotonic()
+            if self._account(len(data)) > self.server.buffer_budget and not state.ready():
+                _send_quietly(sock, _BUSY_ANSWER)
+                return "closed"
+            if len(state.buf) > limit or not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                break
+        if state.ready():
+            return "ready"
+        if state.send_continue:
+            state.send_continue = False
+            _send_quietly(sock, b"HTTP/1.1 100 Continue\r\n\r\n")
+        return "waiting"
+
+    def _hand_off(self, conn: DoorConnection) -> None:
+        state, conn.parked = conn.parked, None
+        assert state is not None
+        self._account(-len(state.buf))
+        conn.rfile.unread(bytes(state.buf))
+        conn.socket.settimeout(self.server.timeout)
+        conn.last_used = time.time()
+        self.server.process_conn(conn)
+
+    def _park(self, conn: DoorConnection) -> None:
+        self._selector.register(conn.socket.fileno(), selectors.EVENT_READ, data=conn)
+
+    def _expire_parked(self, now: float) -> None:
+        for fd, conn in list(self._selector.connections):
+            if conn is self.server or conn.parked is None or not conn.parked.expired(
+                    now, self.server.header_timeout, self.server.body_timeout):
+                continue
+            self._selector.unregister(fd)
+            if conn.parked.buf or conn.parked.head_end is not None:
+                _send_quietly(conn.socket, _TIMEOUT_ANSWER)
+            self._drop(conn)
+
+    def _drop(self, conn: DoorConnection) -> None:
+        """Close a parked connection and forget the bytes it held."""
+        if conn.parked is not None:
+            self._account(-len(conn.parked.buf))
+            conn.parked = None
+        conn.close()
+
+    # -- cheroot's interface -------------------------------------------------------------------
+
+    def put(self, conn: DoorConnection) -> None:
+        """A worker answered a request and the connection stays open: park it again. Bytes the
+        worker's reader already holds (a pipelined request) come back to the front first."""
+        conn.last_used = time.time()
+        state = conn.parked = _Parked(conn.rfile.take_buffered())
+        self._account(len(state.buf))
+        conn.socket.setblocking(False)
+        if state.buf and state.ready():
+            self._hand_off(conn)
+            return
+        if isinstance(conn.socket, ssl.SSLSocket) and conn.socket.pending():
+            outcome = self._pump(conn, state)
+            if outcome == "closed":
+                self._drop(conn)
+                return
+            if outcome == "ready":
+                self._hand_off(conn)
+                return
+        self._park(conn)
+
+    @property
+    def can_add_keepalive_connection(self) -> bool:
+        return len(self._selector) <= self.max_open
+
+
+def _send_quietly(sock: Any, data: bytes) -> None:
+    try:
+        sock.send(data)
+    except (OSError, ssl.SSLError, ValueError):
+        pass
+
+
+def open_files_allowed() -> int:
+    """Raise this process's soft limit on open files to the hard limit (as servers do; the default
+    soft limit is often 1024) and say how many connections the front may keep: the rest is left for
+    PostgreSQL connections, the FUSE device, logs."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = 65536 if hard == resource.RLIM_INFINITY else hard
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return max(64, min(soft - 256, 16384))
+
+
+class DoorServer(wsgi.Server):
+    """cheroot's WSGI server with the parking front, the strict header reader, a bound on the
+    request head and the close-after-refusal hook."""
+
+    ConnectionClass = DoorConnection
+    header_timeout = HEADER_TIMEOUT
+    body_timeout = BODY_TIMEOUT
+    buffer_budget = 256 * 1024 * 1024   # bytes of unfinished requests the front holds at most
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gateway = DoorWSGIGateway
+        self.max_request_header_size = HEADER_BYTES
+
+    def error_log(self, msg: str = "", level: int = 20, traceback: bool = False) -> None:
+        """cheroot writes its own errors to stderr; here they go through logging, escaped."""
+        log.log(level, "%s", msg, exc_info=traceback)
+
+    def prepare(self) -> None:
+        super().prepare()
+        plain = self._connections
+        plain._selector.close()   # cheroot's own manager, replaced before it ever ran
+        self._connections = ParkingManager(self, max_open=open_files_allowed())

@@ -1,0 +1,125 @@
+"""How much of a request the gateway will read, and the one WSGI-level guard that holds it.
+
+Every body is bounded by what its route can accept: a WebDAV PUT by the store's note cap (256 KB),
+a WebDAV XML body (PROPFIND, PROPPATCH, LOCK) by ``XML_BODY``, any other WebDAV body by
+``OTHER_BODY``, and an API or web-app body by ``API_BODY``. A declared Content-Length over the cap is refused (413 with a
+sentence) before a byte of the body is read; a chunked body is decoded here, at most cap + 1 bytes,
+so no application ever meets chunk framing (a size that is not hexadecimal is a 400, not an
+exception inside WsgiDAV). The parking front (gateway/door.py) uses the same caps to decide how much
+of a body it buffers before a worker sees the request.
+
+Headers a view stores or parses as numbers are bounded too: ``X-Tool-Call-Id`` goes into
+file_changes, ``X-Run-Id`` is an id; a Range header with a number no file could reach is a 416.
+"""
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from cheroot.errors import MaxSizeExceeded
+
+from store.host import MAX_WRITE
+
+HEADER_BYTES = 64 * 1024      # request line and headers together (cheroot's max_request_header_size)
+XML_BODY = 1024 * 1024        # a PROPPATCH of every property a file may hold (64 x 4 KB) fits many times
+API_BODY = 2 * 1024 * 1024    # a 256 KB note as JSON with every character escaped (\u0001 is 6 bytes)
+OTHER_BODY = 64 * 1024        # WebDAV GET, DELETE, MOVE ... carry no body a route reads
+MAX_BODY = max(MAX_WRITE, XML_BODY, API_BODY, OTHER_BODY)
+
+# Header (WSGI environ key) -> (name, longest value accepted).
+HEADER_CAPS: dict[str, tuple[str, int]] = {
+    "HTTP_X_TOOL_CALL_ID": ("X-Tool-Call-Id", 200),   # a model's call id is ~40 characters
+    "HTTP_X_RUN_ID": ("X-Run-Id", 32),                # an id: 19 digits at most
+}
+# A byte position no note reaches: Python refuses int() of over 4300 digits (a 500 inside WsgiDAV).
+_RANGE_NUMBER = re.compile(r"[0-9]{16,}")
+DAV_PREFIX = "/dav"
+_XML_METHODS = frozenset({"PROPFIND", "PROPPATCH", "LOCK", "REPORT", "SEARCH"})
+
+
+def body_cap(method: str, path: str) -> int:
+    """The most bytes of body the route behind ``method path`` can accept (``path`` is the request
+    target as sent: the prefix decides, and /dav/ and /api/ are plain ASCII)."""
+    if path == DAV_PREFIX or path.startswith(DAV_PREFIX + "/"):
+        if method == "PUT":
+            return MAX_WRITE
+        return XML_BODY if method in _XML_METHODS else OTHER_BODY
+    # The API, and everything else (the operator's web app posts its forms there): JSON or a form
+    # holding at most a note or a record, escaped.
+    return API_BODY
+
+
+def _what(method: str, path: str) -> str:
+    if path.startswith(DAV_PREFIX):
+        if method == "PUT":
+            return "a note or script is at most 256 KB (262144 bytes) of UTF-8"
+        if method in _XML_METHODS:
+            return f"a {method} body is at most {XML_BODY} bytes of XML"
+        return f"a {method} request carries at most {OTHER_BODY} bytes of body"
+    if path.startswith("/api"):
+        return f"an API request body is at most {API_BODY} bytes"
+    return f"a request body here is at most {API_BODY} bytes"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An answer the guard gives instead of the application."""
+    status: str
+    sentence: str
+
+
+def guard(environ: dict[str, Any], path: str) -> Refusal | None:
+    """Check the request against every bound; on success a chunked body has been decoded into
+    ``wsgi.input`` (with CONTENT_LENGTH set) so the application reads plain bytes. ``path`` is the
+    full path (before a mount strips its prefix)."""
+    method = environ.get("REQUEST_METHOD", "GET")
+    for key, (name, longest) in HEADER_CAPS.items():
+        value = environ.get(key)
+        if value is not None and len(value) > longest:
+            return Refusal("400 Bad Request", f"the {name} header is {len(value)} characters long; "
+                                              f"send at most {longest}")
+    ranges = environ.get("HTTP_RANGE")
+    if ranges and _RANGE_NUMBER.search(ranges):
+        return Refusal("416 Range Not Satisfiable",
+                       f"the Range header names a byte position of 16 digits or more, beyond any file "
+                       f"here (notes are at most {MAX_WRITE} bytes); ask for bytes=0- or a smaller range")
+    cap = body_cap(method, path)
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    length = environ.get("CONTENT_LENGTH", "")
+    if chunked:
+        return _decode_chunked(environ, method, path, cap)
+    if length.isascii() and length.isdigit() and int(length) > cap:
+        return Refusal("413 Content Too Large", f"the body is {int(length)} bytes; {_what(method, path)}. "
+                                                "Nothing was read or stored")
+    return None
+
+
+def _decode_chunked(environ: dict[str, Any], method: str, path: str, cap: int) -> Refusal | None:
+    """Read a chunked body (at most ``cap`` + 1 bytes) into memory, refusing one too large or with
+    broken framing. cheroot's ChunkedRFile reads a whole chunk at once, so its own bound (``maxlen``,
+    counted with the framing) is set first: a declared 1 GB chunk is refused before it is read."""
+    stream = environ["wsgi.input"]
+    if hasattr(stream, "maxlen"):
+        stream.maxlen = cap + HEADER_BYTES
+    too_large = False
+    try:
+        data = stream.read(cap + 1)
+        too_large = len(data) > cap
+    except ValueError:
+        return Refusal("400 Bad Request", "the chunked body is malformed: each chunk starts with its size "
+                                          "in hexadecimal and a CRLF; send valid chunked encoding or a Content-Length")
+    except MaxSizeExceeded:
+        too_large = True
+    except OSError as exc:
+        if "Too Large" not in str(exc):  # ChunkedRFile's own refusal is an IOError with this text
+            raise
+        too_large = True
+    if too_large:
+        return Refusal("413 Content Too Large", f"the chunked body is over {cap} bytes; {_what(method, path)}. "
+                                                "Nothing was stored")
+    environ["wsgi.input"] = io.BytesIO(data)
+    environ["CONTENT_LENGTH"] = str(len(data))
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+    return None

@@ -1,0 +1,418 @@
+"""The server's door under slow, idle and oversized clients (issue 15): no client holds a worker,
+nothing is read without a bound, and malformed framing is a 4xx with a sentence."""
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+import requests
+
+from tests.conftest import RunningServer, free_port
+from gateway.server import Gateway, make_server
+
+AUTH = "Basic " + base64.b64encode(b"ada@example.com:correct horse battery").decode()
+
+
+def address(server: RunningServer) -> tuple[str, int]:
+    u = urlparse(server.url)
+    return u.hostname or "127.0.0.1", u.port or 80
+
+
+def exchange(server: RunningServer, data: bytes, *, timeout: float = 10) -> bytes:
+    """Send these exact bytes, return everything the server answers until it closes or goes quiet."""
+    with socket.create_connection(address(server), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        try:
+            while True:
+                got = s.recv(65536)
+                if not got:
+                    break
+                chunks.append(got)
+                if b"\r\n\r\n" in b"".join(chunks) and _complete(b"".join(chunks)):
+                    break
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return b"".join(chunks)
+
+
+def _complete(answer: bytes) -> bool:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+@pytest.fixture
+def quick_server(db) -> Iterator[RunningServer]:
+    """The gateway with short door deadlines (1 s for headers, 2 s of body silence) so that a test
+    sees them act in seconds, and a 512 KB budget for unfinished requests."""
+    gateway = Gateway(db)
+    port = free_port()
+    srv = make_server(gateway, "127.0.0.1", port, threads=4)
+    srv.header_timeout, srv.body_timeout, srv.buffer_budget = 1.0, 2.0, 512 * 1024
+    srv.prepare()
+    threading.Thread(target=srv.serve, daemon=True).start()
+    yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
+    srv.stop()
+    gateway.close()
+
+
+# -- slow and idle clients ---------------------------------------------------------------------
+
+def test_hundreds_of_idle_slow_header_and_slow_body_clients_do_not_stop_a_health_check(server, boot) -> None:
+    host, port = address(server)
+    sockets: list[socket.socket] = []
+    try:
+        for i in range(450):
+            s = socket.create_connection((host, port), timeout=5)
+            sockets.append(s)
+            if i % 3 == 1:      # a header arriving a piece at a time
+                s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            elif i % 3 == 2:    # a body that stops after 10 of its 1000 bytes
+                s.sendall(f"PUT /dav/org/{boot['org_id']}/slow{i}.md HTTP/1.1\r\nHost: x\r\n"
+                          f"Authorization: {AUTH}\r\nContent-Length: 1000\r\n\r\n".encode() + b"0123456789")
+        # The server has 8 workers; before the door parked connections, 16 idle ones stopped it.
+        for _ in range(3):
+            r = requests.get(f"{server.url}/api/health", timeout=1)
+            assert r.status_code == 200
+        r = requests.get(f"{server.url}/dav/org/{boot['org_id']}/", auth=(boot["email"], boot["password"]), timeout=2)
+        assert r.status_code == 200
+    finally:
+        for s in sockets:
+            s.close()
+    # None of the slow PUTs was taken for a whole body.
+    r = requests.request("PROPFIND", f"{server.url}/dav/org/{boot['org_id']}/", headers={"Depth": "1"},
+                         auth=(boot["email"], boot["password"]), timeout=5)
+    assert "slow" not in r.text
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_header_deadline(quick_server) -> None:
+    with socket.create_connection(address(quick_server), timeout=15) as s:
+        started = time.monotonic()
+        assert s.recv(100) == b""        # closed quietly: no request was begun
+        assert time.monotonic() - started < 10
+
+
+def test_a_header_that_never_ends_gets_408_and_a_closed_connection(quick_server) -> None:
+    with socket.create_connection(address(quick_server), timeout=15) as s:
+        s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        time.sleep(0.5)
+        s.sendall(b"X-A: 1\r\n")          # progress on a header does not extend its deadline
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+        assert status_of(answer) == 408 and b"headers within" in answer
+        assert time.monotonic() - started < 10
+
+
+def test_a_body_that_stops_arriving_gets_408_and_nothing_is_stored(quick_server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/stalled.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 100\r\n\r\n").encode()
+    with socket.create_connection(address(quick_server), timeout=15) as s:
+        s.sendall(head + b"partial")
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+        assert status_of(answer) == 408
+    r = requests.get(f"{quick_server.url}/dav/org/{boot['org_id']}/stalled.md", auth=(boot["email"], boot["password"]))
+    assert r.status_code == 404
+
+
+def test_unfinished_bodies_past_the_memory_budget_are_refused_with_503(quick_server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/budget.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 200000\r\n\r\n").encode()
+    held, answers = [], []
+    try:
+        for _ in range(6):       # 6 x 120 KB held, over the 512 KB budget the fixture sets
+            s = socket.create_connection(address(quick_server), timeout=5)
+            s.sendall(head + b"x" * 120_000)
+            held.append(s)
+        time.sleep(0.5)
+        for s in held:
+            s.settimeout(0.5)
+            try:
+                answers.append(s.recv(4096))
+            except socket.timeout:
+                answers.append(b"")
+    finally:
+        for s in held:
+            s.close()
+    refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+    assert refused and all(b"Retry-After" in a for a in refused), answers
+    assert len(refused) < len(answers)      # those within the budget were kept waiting for their body
+    assert requests.get(f"{quick_server.url}/api/health", timeout=5).status_code == 200
+
+
+def test_keep_alive_and_pipelined_requests_still_work(server, boot) -> None:
+    one = f"GET /dav/org/{boot['org_id']}/ HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n\r\n".encode()
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(one * 3)               # three requests in one packet
+        answer = b""
+        while answer.count(b"HTTP/1.1 200") < 3:
+            chunk = s.recv(65536)
+            assert chunk, answer
+            answer += chunk
+    session = requests.Session()
+    for _ in range(5):
+        assert session.get(f"{server.url}/api/health", timeout=5).status_code == 200
+
+
+def test_expect_100_continue_gets_one_continue_and_the_put_lands(server, boot) -> None:
+    body = b"# hello\n"
+    head = (f"PUT /dav/org/{boot['org_id']}/expect.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n").encode()
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(head)
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        s.sendall(body)
+        answer = s.recv(65536)
+    assert status_of(answer) in (201, 204) and b"100 Continue" not in answer
+    r = requests.get(f"{server.url}/dav/org/{boot['org_id']}/expect.md", auth=(boot["email"], boot["password"]))
+    assert r.content == body
+
+
+# -- bounded reads -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method,path,content_type", [
+    ("PUT", "/dav/org/{org}/big.md", "text/markdown"),
+    ("PROPFIND", "/dav/org/{org}/", "application/xml"),
+    ("PROPPATCH", "/dav/org/{org}/", "application/xml"),
+    ("LOCK", "/dav/org/{org}/x.md", "application/xml"),
+    ("POST", "/api/collections", "application/json"),
+    ("POST", "/api/agents/{agent}/tools/note_write", "application/json"),
+])
+def test_a_declared_gigabyte_is_refused_before_any_of_it_is_read(server, boot, method, path, content_type) -> None:
+    target = path.format(org=boot["org_id"], agent=boot["agent_id"])
+    head = (f"{method} {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {1 << 30}\r\n\r\n").encode()
+    answer = exchange(server, head + b"{" * 1000)
+    assert status_of(answer) == 413, answer[:300]
+    assert b"at most" in answer and b"Nothing was read" in answer
+    if target.startswith("/api/"):
+        assert b'"status": 413' in answer
+
+
+def test_a_chunked_body_is_capped_while_it_is_read(server, boot) -> None:
+    piece = b"x" * 65536
+    chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
+    head = (f"PUT /dav/org/{boot['org_id']}/chunky.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n").encode()
+    answer = exchange(server, head + chunk * 5)     # 320 KB, over the 256 KB note cap, never terminated
+    assert status_of(answer) == 413 and b"256 KB" in answer
+    # One chunk declaring a gigabyte is refused from its size line.
+    answer = exchange(server, head + b"40000000\r\n" + piece)
+    assert status_of(answer) == 413
+
+
+def test_a_chunked_put_within_the_cap_is_stored(server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/chunked.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n").encode()
+    answer = exchange(server, head + b"6\r\n# one\n\r\n5\r\ntwo!\n\r\n0\r\n\r\n")
+    assert status_of(answer) in (201, 204), answer
+    r = requests.get(f"{server.url}/dav/org/{boot['org_id']}/chunked.md", auth=(boot["email"], boot["password"]))
+    assert r.text == "# one\ntwo!\n"
+
+
+def test_a_huge_header_is_refused_without_reading_it_all(server) -> None:
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        sent = 0
+        try:
+            while sent < 50 * 1024 * 1024:
+                s.sendall(b"a" * 65536)
+                sent += 65536
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    assert sent < 50 * 1024 * 1024 or answer.startswith(b"HTTP/1.1 413") or answer.startswith(b"HTTP/1.1 431")
+
+
+def test_a_long_tool_call_id_is_refused_not_stored(server, boot, service) -> None:
+    r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                     json={"level": "org", "key": "x.md", "content": "x"},
+                     headers={"X-Tool-Call-Id": "c" * 2_000_000})
+    assert r.status_code in (400, 413, 431), r.text[:200]
+    with server.db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM file_changes WHERE tool_call_id IS NOT NULL").fetchone()["n"] == 0
+    r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                     json={"level": "org", "key": "x.md", "content": "x"}, headers={"X-Tool-Call-Id": "c" * 5000})
+    assert r.status_code == 400 and "X-Tool-Call-Id" in r.json()["error"]
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_flood_of_oversized_requests_leaves_memory_where_it_was(server, boot) -> None:
+    def flood() -> None:
+        for i in range(40):
+            target = ("/api/collections", f"/dav/org/{boot['org_id']}/", f"/dav/org/{boot['org_id']}/f.md")[i % 3]
+            method = ("POST", "PROPFIND", "PUT")[i % 3]
+            head = (f"{method} {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                    f"Content-Length: {200 << 20}\r\n\r\n").encode()
+            with socket.create_connection(address(server), timeout=10) as s:
+                s.sendall(head)
+                try:
+                    s.sendall(b"<" * (4 << 20))       # 4 MB each, of the 200 MB declared
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                try:
+                    s.recv(1000)
+                except (ConnectionResetError, socket.timeout):
+                    pass
+
+    flood()                                 # warm up: threads, buffers, imports
+    before = _rss_kb(os.getpid())
+    flood()
+    after = _rss_kb(os.getpid())
+    # 40 requests declaring 200 MB each: reading even one would add 200 MB.
+    assert after - before < 50 * 1024, (before, after)
+    assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+
+
+# -- parsing: 4xx, never 500 ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("header", ["Basic", "Basic ", "basic"])
+def test_basic_with_nothing_after_it_is_a_401(server, boot, header: str) -> None:
+    answer = exchange(server, f"PROPFIND /dav/ HTTP/1.1\r\nHost: x\r\nAuthorization: {header}\r\n"
+                              f"Depth: 0\r\nContent-Length: 0\r\n\r\n".encode())
+    assert status_of(answer) == 401, answer[:300]
+    assert b"Basic credentials" in answer
+
+
+def test_a_range_with_thousands_of_digits_is_a_416(server, boot, operator) -> None:
+    url = f"{server.url}/dav/org/{boot['org_id']}/r.md"
+    assert operator.put(url, data=b"# range\n").status_code in (201, 204)
+    for value in ("bytes=" + "9" * 5000 + "-", "bytes=0-" + "9" * 5000, "bytes=-" + "9" * 5000):
+        r = operator.get(url, headers={"Range": value})
+        assert r.status_code == 416, (value[:20], r.status_code, r.text[:200])
+        assert "Range" in r.text
+    assert operator.get(url, headers={"Range": "bytes=2-4"}).content == b"ran"
+
+
+def test_a_chunk_size_that_is_not_hexadecimal_is_a_400(server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/bad.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n").encode()
+    answer = exchange(server, head + b"zz\r\nhello\r\n0\r\n\r\n")
+    assert status_of(answer) == 400 and b"hexadecimal" in answer
+    assert b"Connection: close" in answer   # what followed on the connection is not a request
+
+
+@pytest.mark.parametrize("lengths", [("5", "6"), ("0", "10")])
+def test_two_different_content_lengths_are_a_400(server, boot, lengths: tuple[str, str]) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/two.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: {lengths[0]}\r\nContent-Length: {lengths[1]}\r\n\r\n").encode()
+    answer = exchange(server, head + b"0123456789")
+    assert status_of(answer) == 400 and b"two different Content-Length" in answer
+
+
+def test_transfer_encoding_with_content_length_is_a_400(server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/te.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    answer = exchange(server, head + b"0\r\n\r\n")
+    assert status_of(answer) == 400 and b"Transfer-Encoding and Content-Length" in answer
+
+
+def test_two_equal_content_lengths_are_one(server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/same.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 4\r\nContent-Length: 4\r\n\r\n").encode()
+    assert status_of(exchange(server, head + b"abcd")) in (201, 204)
+
+
+# -- logs cannot be forged -----------------------------------------------------------------------
+
+def test_control_characters_in_a_request_cannot_write_a_log_line(server, boot, caplog) -> None:
+    caplog.set_level("DEBUG")
+    org = boot["org_id"]
+    for target in ("/dav/x%0aFORGED%20200%20GET%20/", "/api/x%0d%0aFORGED", "/dav/org/%00FORGED.md",
+                   f"/dav/org/{org}/a%0aFORGED.md", "/x%e2%80%a8FORGED", "/x%1b[31mFORGED"):
+        exchange(server, f"GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n\r\n".encode())
+    # A refusal whose sentence quotes the client's name goes through dav_provider's error log.
+    exchange(server, f"PUT /dav/org/{org}/b%0aFORGED.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                     f"Content-Length: 1\r\n\r\nx".encode())
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("FORGED" in line for line in lines if line.startswith("GET")), lines
+    for line in lines:
+        assert not any(ch in line for ch in "\r\n\x00\x1b\u2028"), repr(line)
+    assert any("\\n" in line and "FORGED" in line for line in lines)
+
+
+def test_no_part_of_a_token_is_logged(server, boot, service, caplog) -> None:
+    caplog.set_level("DEBUG")
+    r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                     json={"level": "agent", "key": "logged.md", "content": "x"})
+    assert r.status_code == 200, r.text
+    service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_find", json={"query": "x"})
+    token = boot["service_token"]
+    secret = token.removeprefix("hf_")
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "POST /api/agents" in text and "service of org" in text
+    for i in range(len(secret) - 4):
+        assert secret[i:i + 5] not in text, "a piece of the service token is in the log"
+
+
+# -- TLS: the handshake happens in the front too -------------------------------------------------
+
+@pytest.fixture
+def tls_server(db, tmp_path) -> Iterator[tuple[RunningServer, str]]:
+    import subprocess
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    gateway = Gateway(db)
+    port = free_port()
+    srv = make_server(gateway, "127.0.0.1", port, threads=4, tls_cert=str(cert), tls_key=str(key))
+    srv.prepare()
+    threading.Thread(target=srv.serve, daemon=True).start()
+    yield RunningServer(f"https://localhost:{port}", db, gateway), str(cert)
+    srv.stop()
+    gateway.close()
+
+
+def test_idle_and_half_handshaken_tls_clients_do_not_stop_https(tls_server, boot) -> None:
+    server, cert = tls_server
+    port = urlparse(server.url).port
+    sockets = []
+    try:
+        for i in range(60):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            if i % 2:
+                s.sendall(b"\x16\x03\x01\x00\xa5\x01\x00")   # the start of a ClientHello, never finished
+            sockets.append(s)
+        session = requests.Session()   # one keep-alive connection: parked again after each answer
+        for _ in range(3):
+            assert session.get(f"{server.url}/api/health", timeout=2, verify=cert).status_code == 200
+        url = f"{server.url}/dav/org/{boot['org_id']}/tls.md"
+        auth = (boot["email"], boot["password"])
+        assert session.put(url, data=b"# over TLS\n", auth=auth, timeout=5, verify=cert).status_code == 201
+        assert session.get(url, auth=auth, timeout=5, verify=cert).content == b"# over TLS\n"
+        # Plain HTTP on the TLS port is closed by the front, taking no worker's time.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(100) == b""
+    finally:
+        for s in sockets:
+            s.close()

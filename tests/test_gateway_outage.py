@@ -1,0 +1,165 @@
+"""PostgreSQL goes away and comes back (issue 15): every request answers 503 quickly meanwhile, the
+first request after the restart succeeds, and no write is acknowledged that was not committed.
+
+A private PostgreSQL (not the session's) so that stopping it disturbs no other test."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import requests
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from gateway.postgres import EmbeddedPostgres
+from store import admin, migrations
+from store.db import Database
+from store.errors import Unavailable
+from tests.conftest import RunningServer, _test_bindir, start_gateway
+
+
+@pytest.fixture
+def private_pg() -> Iterator[tuple[EmbeddedPostgres, str]]:
+    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-outage-pg-"))
+    pg = EmbeddedPostgres(data_dir, bindir=_test_bindir(),
+                          settings={"fsync": "off", "full_page_writes": "off"})
+    try:
+        server_url = pg.start()
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier("outage")))
+        url = make_conninfo(server_url, dbname="outage")
+        migrations.migrate(url)
+        yield pg, url
+    finally:
+        pg.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def outage(private_pg) -> Iterator[tuple[EmbeddedPostgres, RunningServer, dict[str, Any]]]:
+    pg, url = private_pg
+    db = Database(url, min_size=2, max_size=12).open()
+    boot = admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
+    running, srv = start_gateway(db, threads=8)
+    try:
+        yield pg, running, boot
+    finally:
+        srv.stop()
+        running.gateway.close()
+        db.close()
+
+
+def timed(fn, *args: Any, **kwargs: Any) -> tuple[requests.Response, float]:
+    started = time.monotonic()
+    r = fn(*args, timeout=10, **kwargs)
+    return r, time.monotonic() - started
+
+
+def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage) -> None:
+    pg, server, boot = outage
+    auth = (boot["email"], boot["password"])
+    note = f"{server.url}/dav/org/{boot['org_id']}/before.md"
+    assert requests.put(note, data=b"# before\n", auth=auth, timeout=10).status_code == 201
+    assert requests.get(f"{server.url}/api/health", timeout=10).status_code == 200
+
+    pg.stop()
+    answers = []
+    for _ in range(3):
+        answers.append(timed(requests.get, f"{server.url}/api/health"))
+        answers.append(timed(requests.get, f"{server.url}/api/collections", auth=auth))
+        answers.append(timed(requests.get, note, auth=auth))
+        answers.append(timed(requests.put, f"{server.url}/dav/org/{boot['org_id']}/during.md",
+                             data=b"# during\n", auth=auth))
+        answers.append(timed(requests.post, f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                             json={"level": "agent", "key": "during.md", "content": "x"},
+                             headers={"Authorization": f"Bearer {boot['service_token']}"}))
+    for r, seconds in answers:
+        assert r.status_code == 503, (r.request.method, r.url, r.status_code, r.text[:300])
+        assert seconds < 5, (r.url, seconds)
+        assert "Traceback" not in r.text and "psycopg" not in r.text
+    api = [r for r, _ in answers if "/api/" in r.url and "/health" not in r.url]
+    assert all(r.headers.get("Retry-After") and "try again" in r.json()["error"] for r in api)
+    dav = [r for r, _ in answers if "/dav/" in r.url]
+    assert all(r.headers.get("Retry-After") for r in dav)
+
+    pg.start()
+    # The very next request of each kind succeeds: no dead pooled connection is lent out.
+    assert requests.get(f"{server.url}/api/health", timeout=10).status_code == 200
+    r = requests.get(note, auth=auth, timeout=10)
+    assert r.status_code == 200 and r.content == b"# before\n"
+    assert requests.get(f"{server.url}/api/collections", auth=auth, timeout=10).status_code == 200
+    r = requests.put(f"{server.url}/dav/org/{boot['org_id']}/after.md", data=b"# after\n", auth=auth, timeout=10)
+    assert r.status_code == 201
+    # What was refused during the outage was not stored.
+    assert requests.get(f"{server.url}/dav/org/{boot['org_id']}/during.md", auth=auth, timeout=10).status_code == 404
+
+
+def test_no_write_is_acknowledged_that_was_not_committed(outage) -> None:
+    pg, server, boot = outage
+    auth = (boot["email"], boot["password"])
+    acknowledged: list[str] = []
+    refused: list[str] = []
+    stop = threading.Event()
+
+    def writer(n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            name = f"w{n}-{i}.md"
+            try:
+                r = requests.put(f"{server.url}/dav/org/{boot['org_id']}/{name}", data=f"# {name}\n".encode(),
+                                 auth=auth, timeout=10)
+            except requests.RequestException:
+                r = None
+            if r is not None and r.status_code in (201, 204):
+                acknowledged.append(name)
+            else:
+                refused.append(f"{name}: {r.status_code if r is not None else 'no answer'}")
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(2.0)
+    pg.stop()
+    time.sleep(1.5)
+    pg.start()
+    time.sleep(2.0)
+    stop.set()
+    for t in threads:
+        t.join()
+    # Every refusal during the outage is a 503 (no 500, no dropped connection).
+    assert refused and all(r.endswith(": 503") for r in refused), refused
+    assert acknowledged
+    with psycopg.connect(server.db.conninfo) as conn:
+        stored = {r[0] for r in conn.execute(
+            "SELECT key FROM artifacts WHERE org_id = %s AND kind = 'note' AND deleted_at IS NULL", (boot["org_id"],))}
+    missing = [name for name in acknowledged if name not in stored]
+    assert not missing, f"acknowledged but not stored: {missing}"
+
+
+def test_the_store_raises_unavailable_not_a_driver_error(private_pg) -> None:
+    pg, url = private_pg
+    db = Database(url, min_size=1, max_size=2).open()
+    try:
+        pg.stop()
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as caught:
+            with db.connection() as conn:
+                conn.execute("SELECT 1")
+        assert "try again" in str(caught.value)
+        with pytest.raises(Unavailable):
+            with db.transaction() as conn:
+                conn.execute("SELECT 1")
+        assert time.monotonic() - started < 10
+        pg.start()
+        with db.connection() as conn:
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    finally:
+        db.close()
