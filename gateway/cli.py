@@ -148,6 +148,7 @@ def _stop_on_sigterm() -> None:
 def _announce(config: Config, login: dict[str, Any] | None) -> None:
     base = config.base_url
     lines = [f"Host Finder is serving on {base}",
+             f"  Web app (Databases, Notes, agents' State): {base}/   <- open this in a browser",
              f"  WebDAV (Finder, Explorer, davfs2, rclone): {base}/dav/",
              f"  HTTP API:                                  {base}/api/  (health: {base}/api/health)"]
     if login:

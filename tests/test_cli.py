@@ -94,6 +94,13 @@ def test_first_run_creates_the_store_and_a_demo_and_restarts_fast(data_dir: Path
         email, password = out.split("Log in as ")[1].split("\n")[0].split(" with password ")
         r = requests.request("PROPFIND", f"{first.url}/dav/", headers={"Depth": "1"}, auth=(email, password))
         assert r.status_code == 207
+        # The printed address is the web app: its login form takes the demo login, and the demo's
+        # table is on the Databases page.
+        assert f"Web app (Databases, Notes, agents' State): {first.url}/ " in out
+        web = requests.Session()
+        assert 'name="email"' in web.get(f"{first.url}/").text
+        r = web.post(f"{first.url}/login", data={"email": email, "password": password})
+        assert r.status_code == 200 and ">leads</a>" in r.text
         # The demo shows every part of the tree straight away.
         dav = requests.Session()
         dav.auth = (email, password)
