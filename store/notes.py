@@ -387,12 +387,22 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
             raise AlreadyExists(f"cannot move {s_path} to {d_path}: {d_path} already exists; "
                                 "allow overwriting, or choose another name")
         _refuse_if_embedded(conn, d_path, "replace")
-        _retire(conn, replaced["id"], actor)  # before the count below: the move takes its place
     d_guild, d_agent = _owner(d_level, d_owner)
-    if (s_level, s_owner) != (d_level, d_owner):
-        counted = conn.execute(_LOCK_OWNER_COUNT, {"org_id": d_org, "level": d_level,
-                                                   "owner": _owner_key(d_level, d_owner)}).fetchone()
-        n = counted["live"] if counted else 0
+    changes_owner = (s_level, s_owner) != (d_level, d_owner)
+    if changes_owner:
+        # Both owners' counter rows, in one fixed order, before either count changes: two moves in
+        # opposite directions at once then queue instead of deadlocking (artifact rows first, then
+        # counters, as a delete takes them).
+        counted = conn.execute(
+            """SELECT level, owner_id, live FROM owner_counts
+                WHERE org_id = %s AND (level, owner_id) IN ((%s, %s), (%s, %s))
+                ORDER BY level, owner_id FOR UPDATE""",
+            (d_org, s_level, _owner_key(s_level, s_owner), d_level, _owner_key(d_level, d_owner))).fetchall()
+        live = {(r["level"], r["owner_id"]): r["live"] for r in counted}
+    if replaced is not None:
+        _retire(conn, replaced["id"], actor)  # the move takes its place
+    if changes_owner:
+        n = live.get((d_level, _owner_key(d_level, d_owner)), 0) - (1 if replaced is not None else 0)
         if n >= OWNER_CAP:
             raise LimitReached(f"cannot move {s_path} to {d_path}: the destination already holds {n:,} live "
                                f"files, the limit is {OWNER_CAP:,} per owner; delete files there first")

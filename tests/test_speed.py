@@ -181,3 +181,45 @@ def test_a_note_write_is_two_statements_whether_it_creates_or_updates(db_url: st
         assert _Counting.statements - before == 1
         with conn.transaction():  # an update at the cap is still fine
             assert notes.write_note(conn, org, "guild", guild, "a.md", "more", SYSTEM)["version"] == 3
+
+
+def test_moves_between_two_owners_in_opposite_directions_at_once_both_succeed(db, boot) -> None:
+    """Each move locks both owners' counter rows in one order before changing either count, so
+    two moves crossing each other queue rather than deadlock."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "to-agent.md", "x", SYSTEM)
+        notes.write_note(conn, org, "agent", agent, "to-guild.md", "y", SYSTEM)
+    errors: list[BaseException] = []
+    gate = threading.Barrier(3)
+
+    def move(src: tuple, dst: tuple) -> None:
+        gate.wait()
+        try:
+            with db.transaction() as conn:
+                notes.move_note(conn, src, dst, SYSTEM, replace=False)
+        except BaseException as exc:  # a deadlock would land here
+            errors.append(exc)
+
+    threads = [threading.Thread(target=move, args=((org, "guild", guild, "to-agent.md"),
+                                                   (org, "agent", agent, "to-agent.md"))),
+               threading.Thread(target=move, args=((org, "agent", agent, "to-guild.md"),
+                                                   (org, "guild", guild, "to-guild.md")))]
+    # Hold the agent's counter row so that both moves are inside their transactions at once.
+    with db.transaction() as holder:
+        holder.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = 'agent' AND owner_id = %s"
+                       " FOR UPDATE", (org, agent))
+        for t in threads:
+            t.start()
+        gate.wait()
+        import time
+        time.sleep(0.5)
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    with db.connection() as conn:
+        paths = {r["display_path"] for r in conn.execute(
+            "SELECT display_path FROM artifacts WHERE org_id = %s AND deleted_at IS NULL AND kind = 'note'", (org,))}
+    assert {f"org/{org}/agents/{agent}/to-agent.md", f"org/{org}/guilds/{guild}/to-guild.md"} <= paths
+    assert _live(db, org, "guild", guild) == _counted(db, org, "guild", guild)
+    assert _live(db, org, "agent", agent) == _counted(db, org, "agent", agent)
