@@ -37,13 +37,11 @@ END $$;
 CREATE TRIGGER owner_counts_insert AFTER INSERT ON artifacts
     FOR EACH ROW WHEN (NEW.deleted_at IS NULL AND NEW.kind <> 'object')
     EXECUTE FUNCTION owner_counts_track();
--- A content write changes none of these columns and fires nothing; nor does a record (kind
--- 'object', never counted, and a kind never changes).
+-- A content write changes none of these columns and fires nothing.
 CREATE TRIGGER owner_counts_update AFTER UPDATE OF deleted_at, org_id, level, guild_id, agent_id, kind ON artifacts
-    FOR EACH ROW WHEN (OLD.kind <> 'object' AND (
-                       OLD.deleted_at IS DISTINCT FROM NEW.deleted_at OR OLD.org_id <> NEW.org_id
+    FOR EACH ROW WHEN (OLD.deleted_at IS DISTINCT FROM NEW.deleted_at OR OLD.org_id <> NEW.org_id
                        OR OLD.level <> NEW.level OR OLD.guild_id IS DISTINCT FROM NEW.guild_id
-                       OR OLD.agent_id IS DISTINCT FROM NEW.agent_id))
+                       OR OLD.agent_id IS DISTINCT FROM NEW.agent_id OR OLD.kind <> NEW.kind)
     EXECUTE FUNCTION owner_counts_track();
 CREATE TRIGGER owner_counts_delete AFTER DELETE ON artifacts
     FOR EACH ROW WHEN (OLD.deleted_at IS NULL AND OLD.kind <> 'object')
