@@ -166,7 +166,7 @@ def measure(t: Target, notes: int, creates: int, run: int) -> dict[str, float]:
     return out
 
 
-def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None) -> None:
+def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None, workers: int | None = None) -> None:
     from store import admin
     from store.db import Database
 
@@ -196,7 +196,8 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None) ->
     try:
         port = free_port()
         hf = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo, "--no-demo",
-                               "--bind", f"127.0.0.1:{port}"], cwd=REPO, env=env,
+                               "--bind", f"127.0.0.1:{port}",
+                               *(["--workers", str(workers)] if workers else [])], cwd=REPO, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(hf)
         targets = [Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
@@ -256,13 +257,14 @@ def main() -> None:
     parser.add_argument("--creates", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--peer", choices=["rclone"], help="add `rclone serve webdav` over the same files")
+    parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
     args = parser.parse_args()
     if args.peer == "rclone" and shutil.which("rclone") is None:
         raise SystemExit("--peer rclone: rclone is not installed")
     sys.path.insert(0, str(REPO))
     from bench.harness import bench_database
     with bench_database("hf_bench_dav") as url:
-        run(url, args.notes, args.creates, args.runs, args.peer)
+        run(url, args.notes, args.creates, args.runs, args.peer, args.workers)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ Shared with store.memory and store.scripts: ``check_content`` (the size cap and 
 """
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from typing import Any
@@ -143,6 +144,13 @@ _INSERT_UNDER_CAP = f"""
     SELECT coalesce((SELECT live FROM n), 0) AS owner_count, ins.* FROM (VALUES (1)) AS v LEFT JOIN ins ON true"""
 
 
+def _limit_reached(display_path: str, count: int) -> LimitReached:
+    where = display_path.rsplit("/", 1)[0] + "/"
+    return LimitReached(f"cannot create {display_path}: {where} already holds {count:,} live files, "
+                        f"the limit is {OWNER_CAP:,} per owner; delete files that are no longer needed, "
+                        "or write into an existing one")
+
+
 def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
                     display_path: str, content: str, actor: Actor,
                     content_json: str | None = None, columns: str = NOTE_COLUMNS) -> dict | None:
@@ -159,18 +167,20 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
          "owner": _owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
          "json": content_json, "by": actor.name, "cap": OWNER_CAP}).fetchone()
     if row["id"] is None and row["owner_count"] >= OWNER_CAP:
-        where = display_path.rsplit("/", 1)[0] + "/"
-        raise LimitReached(
-            f"cannot create {display_path}: {where} already holds {row['owner_count']:,} live files, "
-            f"the limit is {OWNER_CAP:,} per owner; delete files that are no longer needed, "
-            "or write into an existing one")
+        raise _limit_reached(display_path, row["owner_count"])
     if row["id"] is None:
         return None
     row.pop("owner_count")
     return row
 
 
+@functools.lru_cache(maxsize=None)
 def _update_sql(kind: str, set_extra: str = "") -> str:
+    """Update the live ``kind`` row at the path, or, when there is none, create it under the
+    owner's cap: one statement (one round trip) for a create as for an update. The owner's counter
+    row is locked only when there is nothing to update, so writes to existing files of one folder
+    do not queue on it. Columns: current_version (None: nothing there), owner_count, created, and
+    the written row (id None: nothing written)."""
     return f"""
         WITH cur AS (SELECT id, version FROM artifacts
                       WHERE display_path = %(path)s AND deleted_at IS NULL AND kind = '{kind}'
@@ -181,9 +191,23 @@ def _update_sql(kind: str, set_extra: str = "") -> str:
                        FROM cur
                       WHERE a.id = cur.id AND %(may_update)s
                         AND (%(if_version)s::int IS NULL OR cur.version = %(if_version)s::int)
-                      RETURNING {', '.join('a.' + c.strip() for c in NOTE_COLUMNS.split(','))})
-        SELECT (SELECT version FROM cur) AS current_version, upd.*
-          FROM (VALUES (1)) AS v LEFT JOIN upd ON true"""
+                      RETURNING {', '.join('a.' + c.strip() for c in NOTE_COLUMNS.split(','))}),
+             n AS (SELECT live FROM owner_counts
+                    WHERE org_id = %(org_id)s AND level = %(level)s AND owner_id = %(owner)s
+                      AND %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
+                      FOR UPDATE),
+             ins AS (INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
+                                            content, created_by, updated_by, created_at, updated_at)
+                     SELECT %(org_id)s, '{kind}', %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
+                            %(path)s, %(content)s, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
+                      WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
+                        AND coalesce((SELECT live FROM n), 0) < %(cap)s
+                     ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
+                     RETURNING {NOTE_COLUMNS})
+        SELECT (SELECT version FROM cur) AS current_version,
+               coalesce((SELECT live FROM n), 0) AS owner_count, w.*
+          FROM (VALUES (1)) AS v
+          LEFT JOIN (SELECT false AS created, * FROM upd UNION ALL SELECT true, * FROM ins) AS w ON true"""
 
 
 _UPDATE_NOTE = _update_sql("note")
@@ -197,14 +221,19 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
 
     ``if_version`` is checked in the locked UPDATE, so of two writers holding the same version
     one wins and the other gets PreconditionFailed. ``if_version=0`` means "it does not exist
-    yet": a create only, and a create that loses the race is PreconditionFailed, not an update."""
+    yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
+    Each attempt is one statement (_update_sql); a second runs only after losing a create race."""
     sql = update_sql or _update_sql(kind)
+    guild_id, agent_id = _owner(level, owner_id)
+    params = {"path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
+              "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
+              "owner": _owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
+              "cap": OWNER_CAP}
     for _ in range(2):
-        row = conn.execute(sql, {"path": display_path, "content": content, "by": actor.name,
-                                 "may_update": not create_only, "if_version": if_version}).fetchone()
-        current = row.pop("current_version")
+        row = conn.execute(sql, params).fetchone()
+        current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
         if row["id"] is not None:
-            return row, False
+            return row, bool(created)
         if current is not None:
             if create_only:
                 raise AlreadyExists(f"{display_path} already exists (version {current}); "
@@ -217,10 +246,9 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
         if if_version:
             raise PreconditionFailed(f"{display_path} does not exist, so version {if_version} cannot match; "
                                      "write without a version to create it")
-        created = insert_artifact(conn, kind=kind, org_id=org_id, level=level, owner_id=owner_id, key=key,
-                                  display_path=display_path, content=content, actor=actor)
-        if created is not None:
-            return created, True
+        if count >= OWNER_CAP:
+            raise _limit_reached(display_path, count)
+        # Nothing was there, and a concurrent create took the path first: update it instead.
     raise PreconditionFailed(f"{display_path} changed while it was being written; try again")
 
 
@@ -359,12 +387,22 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
             raise AlreadyExists(f"cannot move {s_path} to {d_path}: {d_path} already exists; "
                                 "allow overwriting, or choose another name")
         _refuse_if_embedded(conn, d_path, "replace")
-        _retire(conn, replaced["id"], actor)  # before the count below: the move takes its place
     d_guild, d_agent = _owner(d_level, d_owner)
-    if (s_level, s_owner) != (d_level, d_owner):
-        counted = conn.execute(_LOCK_OWNER_COUNT, {"org_id": d_org, "level": d_level,
-                                                   "owner": _owner_key(d_level, d_owner)}).fetchone()
-        n = counted["live"] if counted else 0
+    changes_owner = (s_level, s_owner) != (d_level, d_owner)
+    if changes_owner:
+        # Both owners' counter rows, in one fixed order, before either count changes: two moves in
+        # opposite directions at once then queue instead of deadlocking (artifact rows first, then
+        # counters, as a delete takes them).
+        counted = conn.execute(
+            """SELECT level, owner_id, live FROM owner_counts
+                WHERE org_id = %s AND (level, owner_id) IN ((%s, %s), (%s, %s))
+                ORDER BY level, owner_id FOR UPDATE""",
+            (d_org, s_level, _owner_key(s_level, s_owner), d_level, _owner_key(d_level, d_owner))).fetchall()
+        live = {(r["level"], r["owner_id"]): r["live"] for r in counted}
+    if replaced is not None:
+        _retire(conn, replaced["id"], actor)  # the move takes its place
+    if changes_owner:
+        n = live.get((d_level, _owner_key(d_level, d_owner)), 0) - (1 if replaced is not None else 0)
         if n >= OWNER_CAP:
             raise LimitReached(f"cannot move {s_path} to {d_path}: the destination already holds {n:,} live "
                                f"files, the limit is {OWNER_CAP:,} per owner; delete files there first")

@@ -9,7 +9,9 @@ import json
 import threading
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from conftest import insert_notes
 from store import admin, host_families, notes
@@ -57,7 +59,7 @@ def _counted(db: Database, org: int, level: str, owner: int | None) -> int:
 def _create_params(org: int, guild: int, key: str) -> dict[str, Any]:
     return {"org_id": org, "kind": "note", "level": "guild", "guild_id": guild, "agent_id": None, "owner": guild,
             "key": key, "path": f"org/{org}/guilds/{guild}/{key}", "content": "x", "json": None, "by": "t",
-            "cap": notes.OWNER_CAP}
+            "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None}
 
 
 def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot) -> None:
@@ -67,12 +69,13 @@ def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot)
     insert_notes(db, org, "guild", empty, ["x"])
     insert_notes(db, org, "guild", full, ["x"] * 9_000)
     _settle(db)
-    statement = notes._INSERT_UNDER_CAP.format(columns=notes.NOTE_COLUMNS)
-    first = _buffers(db, statement, _create_params(org, empty, "new.md"))
-    nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
-    # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What is
-    # left is the indexes' depth (one more level at 9 000 entries), not the folder's size.
-    assert nine_thousandth <= first + 12, (first, nine_thousandth)
+    # The note write (update, else create under the cap) and the bare capped insert (memory.md).
+    for statement in (notes._UPDATE_NOTE, notes._INSERT_UNDER_CAP.format(columns=notes.NOTE_COLUMNS)):
+        first = _buffers(db, statement, _create_params(org, empty, "new.md"))
+        nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
+        # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What
+        # is left is the indexes' depth (one more level at 9 000 entries), not the folder's size.
+        assert nine_thousandth <= first + 12, (first, nine_thousandth)
 
 
 def test_listing_a_folder_reads_nothing_of_the_other_folders(db, boot) -> None:
@@ -146,3 +149,77 @@ def test_concurrent_creates_at_the_cap_stop_exactly_at_it(db, boot) -> None:
     assert len(refused) == 9 and all("already holds 10,000 live files, the limit is 10,000 per owner" in o
                                      for o in refused)
     assert _counted(db, org, "guild", guild) == notes.OWNER_CAP == _live(db, org, "guild", guild)
+
+
+class _Counting(psycopg.Connection):
+    """Counts the statements (round trips) run on it."""
+
+    statements = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        _Counting.statements += 1
+        return super().execute(*args, **kwargs)
+
+
+def test_a_note_write_is_two_statements_whether_it_creates_or_updates(db_url: str, boot) -> None:
+    """The write itself (update, else create under the cap) and its provenance row with the event:
+    one round trip each, besides BEGIN and COMMIT."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    with _Counting.connect(db_url, row_factory=dict_row, autocommit=True) as conn:
+        for key, expected_version in (("a.md", 1), ("a.md", 2), ("b.md", 1)):
+            before = _Counting.statements
+            with conn.transaction():
+                row = notes.write_note(conn, org, "guild", guild, key, "text", SYSTEM)
+            assert row["version"] == expected_version
+            assert _Counting.statements - before == 2, key
+        # A create refused at the cap is one statement, and says why.
+        conn.execute("UPDATE owner_counts SET live = %s WHERE org_id = %s AND level = 'guild' AND owner_id = %s",
+                     (notes.OWNER_CAP, org, guild))
+        before = _Counting.statements
+        with pytest.raises(LimitReached, match="already holds 10,000 live files"), conn.transaction():
+            notes.write_note(conn, org, "guild", guild, "c.md", "text", SYSTEM)
+        assert _Counting.statements - before == 1
+        with conn.transaction():  # an update at the cap is still fine
+            assert notes.write_note(conn, org, "guild", guild, "a.md", "more", SYSTEM)["version"] == 3
+
+
+def test_moves_between_two_owners_in_opposite_directions_at_once_both_succeed(db, boot) -> None:
+    """Each move locks both owners' counter rows in one order before changing either count, so
+    two moves crossing each other queue rather than deadlock."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "to-agent.md", "x", SYSTEM)
+        notes.write_note(conn, org, "agent", agent, "to-guild.md", "y", SYSTEM)
+    errors: list[BaseException] = []
+    gate = threading.Barrier(3)
+
+    def move(src: tuple, dst: tuple) -> None:
+        gate.wait()
+        try:
+            with db.transaction() as conn:
+                notes.move_note(conn, src, dst, SYSTEM, replace=False)
+        except BaseException as exc:  # a deadlock would land here
+            errors.append(exc)
+
+    threads = [threading.Thread(target=move, args=((org, "guild", guild, "to-agent.md"),
+                                                   (org, "agent", agent, "to-agent.md"))),
+               threading.Thread(target=move, args=((org, "agent", agent, "to-guild.md"),
+                                                   (org, "guild", guild, "to-guild.md")))]
+    # Hold the agent's counter row so that both moves are inside their transactions at once.
+    with db.transaction() as holder:
+        holder.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = 'agent' AND owner_id = %s"
+                       " FOR UPDATE", (org, agent))
+        for t in threads:
+            t.start()
+        gate.wait()
+        import time
+        time.sleep(0.5)
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    with db.connection() as conn:
+        paths = {r["display_path"] for r in conn.execute(
+            "SELECT display_path FROM artifacts WHERE org_id = %s AND deleted_at IS NULL AND kind = 'note'", (org,))}
+    assert {f"org/{org}/agents/{agent}/to-agent.md", f"org/{org}/guilds/{guild}/to-guild.md"} <= paths
+    assert _live(db, org, "guild", guild) == _counted(db, org, "guild", guild)
+    assert _live(db, org, "agent", agent) == _counted(db, org, "agent", agent)
