@@ -10,7 +10,6 @@ so the provenance strip can look it up.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -145,17 +144,7 @@ def export(collection_id: int):  # type: ignore[no-untyped-def]
     database = db()
     with database.connection() as conn:
         collection = collection_for_member(conn, principal(), collection_id)
-
-    def lines() -> Iterator[str]:
-        chunk: list[str] = []
-        for record in records.export_records(database, collection, batch=EXPORT_CHUNK):
-            chunk.append(json.dumps(record, ensure_ascii=False))
-            if len(chunk) >= EXPORT_CHUNK:
-                yield "\n".join(chunk) + "\n"
-                chunk = []
-        if chunk:
-            yield "\n".join(chunk) + "\n"
-
-    return Response(lines(), mimetype="application/x-ndjson", headers={
+    lines = records.export_jsonl(database, collection, batch=EXPORT_CHUNK)
+    return Response(lines, mimetype="application/x-ndjson", headers={
         "Content-Disposition": f'attachment; filename="{collection.name}.jsonl"',
         "Cache-Control": "no-store"})

@@ -11,6 +11,8 @@ file_changes row and NOTIFY (store.provenance.record_change) in the same transac
 """
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -319,6 +321,19 @@ def export_records(db: Database, collection: Collection, *, batch: int = 500) ->
             while rows := cur.fetchmany(batch):
                 for row in rows:
                     yield as_record(row, collection.name, columns, display_path=True)
+
+
+def export_jsonl(db: Database, collection: Collection, *, batch: int = 500) -> Iterator[str]:
+    """``export_records`` as JSON Lines, one chunk of ``batch`` lines at a time: what the records
+    route's export and the Databases page's JSONL download both send."""
+    chunk: list[str] = []
+    for record in export_records(db, collection, batch=batch):
+        chunk.append(json.dumps(record, ensure_ascii=False))
+        if len(chunk) >= batch:
+            yield "\n".join(chunk) + "\n"
+            chunk = []
+    if chunk:
+        yield "\n".join(chunk) + "\n"
 
 
 # --- the agent tools ------------------------------------------------------------------------------

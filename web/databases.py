@@ -209,8 +209,7 @@ def export_table(collection_id: int, fmt: str) -> ResponseReturnValue:
         raise NotFound(f"there is no {fmt} export; choose export.jsonl or export.csv")
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
-    rows = records.export_records(db(), c)
-    body = export.jsonl(rows) if fmt == "jsonl" else export.csv_lines(c.columns, rows)
+    body = records.export_jsonl(db(), c) if fmt == "jsonl" else export.csv_lines(c.columns, records.export_records(db(), c))
     mimetype = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
     return Response(body, mimetype=mimetype, headers={
         "Content-Disposition": f'attachment; filename="{c.name}.{fmt}"', "Cache-Control": "no-store"})

@@ -1,12 +1,12 @@
-"""A table's records as downloads: JSONL (as the API exports it) and CSV for spreadsheets.
+"""A table's records as a CSV download for spreadsheets (JSONL comes from
+store.records.export_jsonl, exactly as the API sends it).
 
-Both stream from store.records.export_records (a server-side cursor), so memory stays flat
-however many records the table holds."""
+It streams from store.records.export_records (a server-side cursor), so memory stays flat however
+many records the table holds."""
 from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -14,17 +14,6 @@ CHUNK = 500
 META = ("created_at", "updated_at", "updated_by", "version")
 # A cell a spreadsheet would run as a formula (CSV injection): shown with a leading apostrophe.
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    chunk: list[str] = []
-    for record in rows:
-        chunk.append(json.dumps(record, ensure_ascii=False))
-        if len(chunk) >= CHUNK:
-            yield "\n".join(chunk) + "\n"
-            chunk = []
-    if chunk:
-        yield "\n".join(chunk) + "\n"
 
 
 def _cell(value: Any) -> str:
