@@ -1,7 +1,7 @@
 """File-change queries: the provenance strip's history and latest change per path.
 
-    history(conn, org_ids, display_path, *, limit=100) -> list[dict]
-        newest first; each row {display_path, operation, version, actor_type, actor_id, actor_name,
+    history(conn, org_ids, display_path, *, limit=100, offset=0) -> list[dict]
+        newest first (``offset`` rows skipped, for paging); each row {display_path, operation, version, actor_type, actor_id, actor_name,
         run_id, tool_call_id, tool_name, created_at}, plus run: {agent_id, guild_id, kind, status,
         routine} for a run-owned change (routine = the schedule's name, or null).
     latest(conn, org_ids, display_paths) -> dict[str, dict | None]
@@ -9,18 +9,24 @@
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
         version, created_at = when it was saved); None when neither exists.
 
+    removed_notes(conn, org_ids, org_id, *, since, limit=200) -> list[dict]
+        notes of ``org_id`` deleted or moved away since ``since`` whose path holds no live note
+        now, newest first: {display_path, operation, version, actor_name, created_at}. Read from
+        file_changes (its org index), so a large store of records is never scanned.
+
 Only rows of ``org_ids`` (the caller's organisations) are read: a path of another organisation
 answers as unknown.
 """
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from store.db import Conn
-from store.errors import Invalid, NotFound
-from store.paths import nfc
+from store.errors import Invalid, NotFound, StoreError
+from store.paths import nfc, parse
 
 MAX_PATHS = 200
 MAX_HISTORY = 1000
@@ -52,12 +58,14 @@ def _shape(row: dict) -> dict[str, Any]:
     return out
 
 
-def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100) -> list[dict]:
+def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100,
+            offset: int = 0) -> list[dict]:
     path = nfc(display_path.strip().strip("/"))
     if path_org(path) not in org_ids:
         raise NotFound(f"unknown path {display_path}: no file of your organisations has that display path")
-    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s) ORDER BY fc.id DESC LIMIT %s",
-                        (path, list(org_ids), min(max(limit, 1), MAX_HISTORY))).fetchall()
+    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s) ORDER BY fc.id DESC"
+                        " LIMIT %s OFFSET %s",
+                        (path, list(org_ids), min(max(limit, 1), MAX_HISTORY), max(offset, 0))).fetchall()
     return [_shape(r) for r in rows]
 
 
@@ -99,4 +107,35 @@ def _task_agent_ids(paths: Sequence[str]) -> list[int]:
         m = re.match(r"^org/\d+/agents/([1-9][0-9]{0,18})/task\.md$", p)
         if m:
             out.append(int(m.group(1)))
+    return out
+
+
+def removed_notes(conn: Conn, org_ids: Collection[int], org_id: int, *, since: datetime,
+                  limit: int = 200) -> list[dict]:
+    """Notes deleted or moved away recently (see the module docstring); what the notes browser
+    marks as deleted."""
+    if org_id not in org_ids:
+        raise NotFound("unknown organisation")
+    rows = conn.execute(
+        """SELECT * FROM (
+             SELECT DISTINCT ON (fc.display_path) fc.display_path, fc.operation, fc.version, fc.actor_name,
+                    fc.created_at, fc.id
+               FROM file_changes fc
+              WHERE fc.org_id = %(org)s AND fc.created_at >= %(since)s
+                AND fc.display_path LIKE '%%.md' AND fc.display_path NOT LIKE '%%/history-archive/%%'
+              ORDER BY fc.display_path, fc.id DESC) last
+            WHERE last.operation IN ('delete', 'move')
+              AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.display_path = last.display_path
+                                                          AND a.deleted_at IS NULL)
+            ORDER BY last.id DESC LIMIT %(limit)s""",
+        {"org": org_id, "since": since, "limit": limit}).fetchall()
+    out = []
+    for r in rows:
+        try:
+            target = parse(r["display_path"])
+        except StoreError:
+            continue
+        if target.family == "note":
+            r.pop("id")
+            out.append({**r, "level": target.level, "owner_id": target.owner_id, "key": target.name})
     return out
