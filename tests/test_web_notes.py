@@ -38,6 +38,14 @@ def press(browser: Browser, label: str) -> None:
     browser.wait(EC.staleness_of(old))
 
 
+def follow(browser: Browser, element: Any) -> None:
+    """Click a link and wait until the page it opens has replaced this one."""
+    from selenium.webdriver.support import expected_conditions as EC
+    old = browser.find("html")
+    element.click()
+    browser.wait(EC.staleness_of(old))
+
+
 def note_get(server: RunningServer, service: requests.Session, agent_id: int, path: str) -> requests.Response:
     return call_tool(server, service, agent_id, "note_get", path=path)
 
@@ -59,7 +67,7 @@ def test_scopes_side_by_side_with_new_and_deleted_notes(browser: Browser, boot, 
     write(server, service, agent, "guild", "old.md", "going\n")
     ok(call_tool(server, service, agent, "note_delete", path=f"org/{org}/guilds/{guild}/old.md"))
     login(browser, boot)
-    browser.link("Notes").click()
+    follow(browser, browser.link("Notes"))
     assert browser.path == "/notes"
     scopes = {s.get_attribute("data-scope"): s for s in browser.finds("section.scope")}
     assert list(scopes) == ["org", f"guild-{guild}", f"agent-{agent}"]
@@ -76,7 +84,7 @@ def test_scopes_side_by_side_with_new_and_deleted_notes(browser: Browser, boot, 
     # The agent's scope links to its State.
     assert len(browser.finds("nav.mainnav a")) == 2
     browser.shot("notes-browser")
-    scopes[f"agent-{agent}"].find_element(browser.By.LINK_TEXT, "Scout").click()
+    follow(browser, scopes[f"agent-{agent}"].find_element(browser.By.LINK_TEXT, "Scout"))
     assert browser.path == f"/agents/{agent}"
     assert browser.link("Databases") and browser.link("Notes")
 
@@ -89,7 +97,7 @@ def test_open_edit_and_save_a_note(browser: Browser, boot, server, service, oper
           "# Launch plan\n\n- step *one*\n\n<script>alert(1)</script>\n\nFacts: ![[org/%d/facts.md]]\n" % org)
     login(browser, boot)
     browser.open("/notes")
-    browser.link("plan.md").click()
+    follow(browser, browser.link("plan.md"))
     assert browser.path == f"/notes/{path}"
     rendered = browser.find("#rendered")
     assert rendered.find_element(browser.By.TAG_NAME, "h1").text == "Launch plan"
@@ -158,7 +166,7 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)
     browser.open("/notes")
-    browser.find(f"#scope-guild-{guild} a.button").click()
+    follow(browser, browser.find(f"#scope-guild-{guild} a.button"))
     browser.fill({"name": "ideas", "content": "- one\n- two\n"})
     browser.shot("note-new")
     press(browser, "Save")
@@ -185,7 +193,7 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     assert note_get(server, service, agent, f"org/{org}/guilds/{guild}/ideas.md").status_code == 404
     assert [c["operation"] for c in changes(operator, server, f"org/{org}/guilds/{guild}/ideas.md")][0] == "move"
     # Delete behind a confirmation naming the note.
-    browser.link("Delete…").click()
+    follow(browser, browser.link("Delete…"))
     assert "Delete the note brainstorm.md?" in browser.text()
     browser.shot("note-delete")
     press(browser, "Delete brainstorm.md")
@@ -206,7 +214,7 @@ def test_deleting_or_moving_an_embedded_note_is_refused_with_links(browser: Brow
     login(browser, boot)
     browser.open(f"/notes/{path}")
     assert f"org/{org}/agents/{agent}/task.md" in browser.find(".note-meta").text
-    browser.link("Delete…").click()
+    follow(browser, browser.link("Delete…"))
     assert "the store will refuse" in browser.text()
     press(browser, "Delete plan.md")
     refusal = browser.find("#embedded")
@@ -222,7 +230,7 @@ def test_deleting_or_moving_an_embedded_note_is_refused_with_links(browser: Brow
     browser.check_console()
     assert note_get(server, service, agent, f"org/{org}/guilds/{guild}/renamed.md").status_code == 404
     # The link opens the embedding task's editor.
-    browser.find("#embedded a").click()
+    follow(browser, browser.find("#embedded a"))
     assert browser.path == f"/agents/{agent}#task"
     assert browser.find("#task-content").get_attribute("value") == f"Follow ![[{path}]] daily."
 

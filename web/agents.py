@@ -117,7 +117,7 @@ def task_revision(agent_id: int, version: int) -> ResponseReturnValue:
     lines = diff_lines(revision["task"], current["task"], old_name=f"revision v{version}",
                        new_name=f"current v{current['version']}")
     return render_template("agents/revision.html", nav="notes", agent=agent, revision=revision, current=current,
-                           diff=lines, revisions=revisions)
+                           diff_rows=lines, revisions=revisions)
 
 
 @bp.get("/agents/<int:agent_id>/memory/history/<name>")
@@ -131,7 +131,7 @@ def memory_version(agent_id: int, name: str) -> ResponseReturnValue:
     lines = diff_lines(old["content"] or "", current_text, old_name=name,
                        new_name=f"memory.md (v{current['version'] if current else 0})")
     return render_template("agents/memory_version.html", nav="notes", agent=agent, old=old, current=current,
-                           diff=lines, html=render_markdown(old["content"] or ""))
+                           diff_rows=lines, html=render_markdown(old["content"] or ""))
 
 
 @bp.get("/agents/<int:agent_id>/scripts/<name>")
