@@ -191,8 +191,8 @@ def _key_from(raw: str) -> str:
     return name if not name or "." in name.rsplit("/", 1)[-1] else name + ".md"
 
 
-def _scope_choices(conn: Any, org_id: int) -> list[tuple[str, str]]:
-    directory = orgs.directory(conn, principal(), org_id)
+def _scope_choices(conn: Any, org_id: int, directory: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    directory = directory or orgs.directory(conn, principal(), org_id)
     return ([("org", "The organisation")] + [(f"guild-{g['id']}", f"Guild: {g['name']}") for g in directory["guilds"]]
             + [(f"agent-{a['id']}", f"Agent: {a['name']}") for a in directory["agents"]])
 
@@ -263,11 +263,11 @@ def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     return out
 
 
-def _scope_title(conn: Any, target: Target) -> tuple[str, str]:
-    """(title, scope key) of the note's scope, for the breadcrumb."""
+def _scope_title(target: Target, directory: dict[str, Any]) -> tuple[str, str]:
+    """(title, scope key) of the note's scope, for the breadcrumb; NotFound for an owner that is
+    not of the organisation."""
     if target.level == "org":
         return "Organisation", "org"
-    directory = orgs.directory(conn, principal(), target.org_id)
     group = directory["guilds"] if target.level == "guild" else directory["agents"]
     name = next((x["name"] for x in group if x["id"] == target.owner_id), None)
     if name is None:
@@ -280,7 +280,8 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
     """The note page: rendered view, editor, strip. ``editor_text`` keeps what the person typed
     after a refusal; ``extra`` carries the refusal (error, conflict, embedded)."""
     with db().connection() as conn:
-        title, scope_key = _scope_title(conn, target)
+        directory = orgs.directory(conn, principal(), target.org_id)
+        title, scope_key = _scope_title(target, directory)
         row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
         if row is None and not extra.get("conflict"):
             raise NotFound(f"unknown note {target.path}: there is no live note with that display path "
@@ -290,7 +291,7 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
         links = embed_list(conn, target.org_id, content)
         strip = provenance(conn, target.path)
         used_by = task_links(embeds.embedding_tasks(conn, target.path)) if row else []
-        choices = _scope_choices(conn, target.org_id)
+        choices = _scope_choices(conn, target.org_id, directory)
     return render_template(
         "notes/note.html", nav="notes", target=target, note=row, rendered=rendered, embed_links=links,
         provenance=strip, scope_title=title, scope_key=scope_key, used_by=used_by, choices=choices,
