@@ -286,3 +286,25 @@ def test_other_organisations_and_forms_without_the_token(boot, server, db) -> No
         row = notes.get_note(conn, boot["org_id"], "org", None, "mine.md")
         other_row = notes.get_note(conn, other["org_id"], "org", None, "secret.md")
     assert row["content"] == "v1" and other_row["content"] == "theirs"
+
+
+def test_names_with_spaces_marks_and_accents_round_trip(boot, server, service) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/new").text)
+    for name in ("Q&A #3 ?50% off.md", "résumé.md", "100%.md"):
+        r = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": "org", "name": name,
+                                                    "content": f"about {name}"})
+        assert r.status_code == 200 and "Note created." in r.text, (name, r.status_code)
+        got = ok(note_get(server, service, agent, f"org/{org}/{name}"))
+        assert got["content"] == f"about {name}"
+        # The index links it, and the link opens it.
+        index = s.get(f"{server.url}/notes").text
+        href = re.search(r'<a href="([^"]+)">' + re.escape(name.replace("&", "&amp;")) + "</a>", index)
+        assert href, name
+        page = s.get(server.url + href.group(1).replace("&amp;", "&"))
+        assert page.status_code == 200 and f"about {name}".replace("&", "&amp;") in page.text
+        saved = s.post(server.url + href.group(1).replace("&amp;", "&"),
+                       data={"csrf_token": token, "content": "changed", "version": "1"})
+        assert saved.status_code == 200 and "Saved." in saved.text
+        assert ok(note_get(server, service, agent, f"org/{org}/{name}"))["content"] == "changed"
