@@ -74,8 +74,14 @@ def human_size(size: int | None) -> str:
 
 @bp.app_template_filter("short_when")
 def _short_when(value: Any) -> str:
-    """A listing's timestamp: UTC to the minute (the full time is in the title)."""
-    return value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else ""
+    """A listing's timestamp, short as file managers show it (UTC; the full time is in the title):
+    the time for today, day and month this year, else the date."""
+    if not isinstance(value, datetime):
+        return ""
+    value, now = value.astimezone(timezone.utc), datetime.now(timezone.utc)
+    if value.date() == now.date():
+        return value.strftime("%H:%M")
+    return value.strftime("%d %b %H:%M") if value.year == now.year else value.strftime("%Y-%m-%d")
 
 
 @bp.app_template_filter("size")
