@@ -112,6 +112,7 @@ def test_memory_history_archive_scripts_and_collections(browser: Browser, boot, 
     assert got.status_code == 200 and got.text == "# Memory\n\nLikes *tea*."
     browser.open(f"/agents/{agent}/scripts/fetch.py")
     assert browser.find("#script-source").text == "print('hello')"
+    browser.shot("script")
     assert "create" in browser.find("#provenance").text and "script_write" in browser.find("#provenance").text
     browser.open(f"/agents/{agent}")
     follow(browser, browser.link("leads"))

@@ -308,3 +308,29 @@ def test_names_with_spaces_marks_and_accents_round_trip(boot, server, service) -
                        data={"csrf_token": token, "content": "changed", "version": "1"})
         assert saved.status_code == 200 and "Saved." in saved.text
         assert ok(note_get(server, service, agent, f"org/{org}/{name}"))["content"] == "changed"
+
+
+def test_saving_a_note_deleted_meanwhile_or_too_large(boot, server, service) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/gone.md"
+    write(server, service, agent, "org", "gone.md", "v1\n")
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/{path}").text)
+    ok(call_tool(server, service, agent, "note_delete", path=path))
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "my edit\n", "version": "1"})
+    assert r.status_code == 409 and "the note was deleted meanwhile" in r.text
+    assert note_get(server, service, agent, path).status_code == 404
+    # Saving again is a deliberate create from the text that was kept.
+    assert 'name="version" value="0"' in r.text and "my edit" in r.text
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "my edit\n", "version": "0"})
+    assert r.status_code == 200 and "Saved." in r.text
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
+    # Over 256 KB: refused with the store's sentence, nothing written, the text kept in the editor.
+    big = "x" * 262_145
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": big, "version": "1"})
+    assert r.status_code == 413 and "at most 262,144 bytes" in r.text and big in r.text
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
+    # A form without the version it started from is refused, not saved blindly.
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "blind"})
+    assert r.status_code == 422 and "which version" in r.text
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
