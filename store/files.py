@@ -1,9 +1,10 @@
 """File-change queries: the provenance strip's history and latest change per path.
 
     history(conn, org_ids, display_path, *, limit=100, offset=0) -> list[dict]
-        newest first (``offset`` rows skipped, for paging); each row {display_path, operation, version, actor_type, actor_id, actor_name,
-        run_id, tool_call_id, tool_name, created_at}, plus run: {agent_id, guild_id, kind, status,
-        routine} for a run-owned change (routine = the schedule's name, or null).
+        newest first, ``offset`` rows skipped (paging); each row {display_path, operation, version,
+        actor_type, actor_id, actor_name, run_id, tool_call_id, tool_name, created_at}, plus run:
+        {agent_id, guild_id, kind, status, routine} for a run-owned change (routine = the
+        schedule's name, or null).
     latest(conn, org_ids, display_paths) -> dict[str, dict | None]
         the newest change per path (recorded: true); a path with no recorded change but a live row
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
@@ -11,8 +12,10 @@
 
     removed_notes(conn, org_ids, org_id, *, since, limit=200) -> list[dict]
         notes of ``org_id`` deleted or moved away since ``since`` whose path holds no live note
-        now, newest first: {display_path, operation, version, actor_name, created_at}. Read from
-        file_changes (its org index), so a large store of records is never scanned.
+        now, newest first: {display_path, operation, version, actor_name, created_at, level,
+        owner_id, key}. Read from the organisation's newest RECENT_CHANGES changes only (its
+        index, newest first), so the cost is bounded however much history the store holds; in an
+        organisation busier than that, "recently" is shorter than ``since``.
 
 Only rows of ``org_ids`` (the caller's organisations) are read: a path of another organisation
 answers as unknown.
@@ -20,8 +23,8 @@ answers as unknown.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
 from store.db import Conn
@@ -30,6 +33,7 @@ from store.paths import nfc, parse
 
 MAX_PATHS = 200
 MAX_HISTORY = 1000
+RECENT_CHANGES = 5000
 _ORG = re.compile(r"^org/([1-9][0-9]{0,18})/")
 
 _SELECT = """
@@ -117,18 +121,20 @@ def removed_notes(conn: Conn, org_ids: Collection[int], org_id: int, *, since: d
     if org_id not in org_ids:
         raise NotFound("unknown organisation")
     rows = conn.execute(
-        """SELECT * FROM (
-             SELECT DISTINCT ON (fc.display_path) fc.display_path, fc.operation, fc.version, fc.actor_name,
-                    fc.created_at, fc.id
-               FROM file_changes fc
-              WHERE fc.org_id = %(org)s AND fc.created_at >= %(since)s
-                AND fc.display_path LIKE '%%.md' AND fc.display_path NOT LIKE '%%/history-archive/%%'
-              ORDER BY fc.display_path, fc.id DESC) last
+        """WITH recent AS (
+             SELECT id, display_path, operation, version, actor_name, created_at FROM file_changes
+              WHERE org_id = %(org)s ORDER BY id DESC LIMIT %(scan)s)
+           SELECT * FROM (
+             SELECT DISTINCT ON (display_path) display_path, operation, version, actor_name, created_at, id
+               FROM recent
+              WHERE created_at >= %(since)s AND display_path LIKE '%%.md'
+                AND display_path NOT LIKE '%%/history-archive/%%'
+              ORDER BY display_path, id DESC) last
             WHERE last.operation IN ('delete', 'move')
               AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.display_path = last.display_path
                                                           AND a.deleted_at IS NULL)
             ORDER BY last.id DESC LIMIT %(limit)s""",
-        {"org": org_id, "since": since, "limit": limit}).fetchall()
+        {"org": org_id, "since": since, "limit": limit, "scan": RECENT_CHANGES}).fetchall()
     out = []
     for r in rows:
         try:
