@@ -334,3 +334,20 @@ def test_saving_a_note_deleted_meanwhile_or_too_large(boot, server, service) -> 
     r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "blind"})
     assert r.status_code == 422 and "which version" in r.text
     assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
+
+
+def test_the_strip_names_the_run_and_tool_call_of_an_agent_change(boot, server, service, operator) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    run = ok(service.post(f"{server.url}/api/runs", json={"agent_id": agent, "kind": "schedule",
+                                                          "routine": "morning"}), 201)
+    ok(service.post(f"{server.url}/api/agents/{agent}/tools/note_write",
+                    json={"level": "org", "key": "daily.md", "content": "today\n"},
+                    headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": "toolu_42"}))
+    s = web_login(server, boot["email"], boot["password"])
+    page = s.get(f"{server.url}/notes/org/{org}/daily.md").text
+    latest = page[page.index('<div class="latest">'):page.index("</div>", page.index('<div class="latest">'))]
+    assert f"run {run['id']} (schedule, morning, running)" in latest
+    assert "note_write" in latest and "toolu_42" in latest and "Scout" in latest and "v1" in latest
+    api = ok(operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": f"org/{org}/daily.md"}))
+    change = api["latest"][f"org/{org}/daily.md"]
+    assert change["run_id"] == run["id"] and change["tool_call_id"] == "toolu_42"
