@@ -37,10 +37,18 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     editor = browser.find("#task-content")
     editor.clear()
     editor.send_keys("# Daily\n\nCall twenty leads, then report.\n")
+    # Insert note: the box offers the notes the agent reads and puts the embed at the cursor.
+    offered = [o.get_attribute("value") for o in browser.finds("#embed-choices option")]
+    assert f"org/{org}/guilds/{guild}/plan.md" in offered
+    browser.find("#embed-path").send_keys(f"org/{org}/guilds/{guild}/plan.md")
+    browser.button("Insert").click()
+    browser.shot("task-insert-embed")
+    new_text = f"# Daily\n\nCall twenty leads, then report.\n![[org/{org}/guilds/{guild}/plan.md]]"
+    assert browser.find("#task-content").get_attribute("value") == new_text
     press(browser, "Save")
     assert "Task saved" in browser.text()
     task = task_api(operator, server, agent)
-    assert task["task"] == "# Daily\n\nCall twenty leads, then report.\n" and task["version"] == 2
+    assert task["task"] == new_text and task["version"] == 2
     assert task["updated_by"] == boot["email"]
     revisions = ok(operator.get(f"{server.url}/api/agents/{agent}/task/revisions"))["revisions"]
     assert [r["version"] for r in revisions] == [1]

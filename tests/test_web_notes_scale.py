@@ -35,7 +35,8 @@ def test_notes_pages_run_a_bounded_number_of_queries(counted_db, boot: dict[str,
         one, page = queries(f"/notes/org/{org}/guilds/{guild}/n5000.md")
         assert "note 5000" in page and one <= 10, one
         state, page = queries(f"/agents/{agent}")
-        assert "Scout" in page and state <= 20, state
+        assert "Scout" in page and state <= 22, state
+        assert page.count("<option value=\"org/") == 1000 and "the first 1000 are offered" in page
     finally:
         srv.stop()
         running.gateway.close()

@@ -18,7 +18,7 @@ from typing import Any
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from store import grants, memory, orgs, scripts, tasks
+from store import grants, memory, notes, orgs, scripts, tasks
 from store import state as state_view
 from store.agents import Agent, load_agent
 from store.errors import Invalid, NotFound, PreconditionFailed, TooLarge
@@ -30,6 +30,17 @@ bp = Blueprint("agents", __name__)
 
 DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
         "unchanged": "Nothing changed, so nothing was saved."}
+
+
+EMBED_CHOICES = 1000  # paths offered by the task editor's Insert box
+
+
+def embed_choices(conn: Any, agent: Agent, reach: list[tuple[Any, str]]) -> list[str]:
+    """What the task editor offers to embed: the agent's, its guild's and the organisation's notes,
+    then the tables it reaches (the spec's Insert note and Insert table)."""
+    paths = [n["display_path"] for level, owner in (("agent", agent.id), ("guild", agent.guild_id), ("org", None))
+             for n in notes.list_notes(conn, agent.org_id, level, owner)]
+    return paths + [c.display_path for c, _mode in reach]
 
 
 def _agent(conn: Any, agent_id: int) -> Agent:
@@ -48,6 +59,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         task_strip = provenance(conn, st["task"]["display_path"])
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mpage")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
+        choices = embed_choices(conn, agent, reach)
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
                       if g["id"] == agent.guild_id), None)
     task = st["task"]
@@ -58,6 +70,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         scripts=script_rows, collections=reach, task_strip=task_strip, memory_strip=memory_strip,
         editor_text=task["raw"] if editor_text is None else editor_text,
         editor_version=task["version"] if editor_version is None else editor_version,
+        embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
         task_page_url=lambda n: url_for("agents.state", agent_id=agent.id, hpage=n),
         memory_page_url=lambda n: url_for("agents.state", agent_id=agent.id, mpage=n),
         done=DONE.get(request.args.get("done", "")), **extra), status

@@ -21,4 +21,24 @@
       if (!submitting && dirty()) { ev.preventDefault(); ev.returnValue = ""; }
     });
   });
+
+  // The task editor's Insert box: puts ![[display-path]] at the cursor (the spec's Insert note and
+  // Insert table). Without this script the box stays hidden and embeds are typed by hand.
+  const box = document.getElementById("insert-embed");
+  const task = document.getElementById("task-content");
+  if (box && task) {
+    box.hidden = false;
+    const input = document.getElementById("embed-path");
+    document.getElementById("insert-embed-button").addEventListener("click", () => {
+      const path = input.value.trim().replace(/^\/+|\/+$/g, "");
+      if (!path) { input.focus(); return; }
+      const embed = "![[" + path + "]]";
+      const start = task.selectionStart, end = task.selectionEnd;
+      task.value = task.value.slice(0, start) + embed + task.value.slice(end);
+      task.selectionStart = task.selectionEnd = start + embed.length;
+      task.dispatchEvent(new Event("input"));
+      input.value = "";
+      task.focus();
+    });
+  }
 })();
