@@ -351,3 +351,30 @@ def test_the_strip_names_the_run_and_tool_call_of_an_agent_change(boot, server, 
     api = ok(operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": f"org/{org}/daily.md"}))
     change = api["latest"][f"org/{org}/daily.md"]
     assert change["run_id"] == run["id"] and change["tool_call_id"] == "toolu_42"
+
+
+def test_removed_notes_lists_only_notes_still_gone(db, boot) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from store import files, notes
+    from store.access import Actor
+    from store.errors import NotFound
+    org, guild = boot["org_id"], boot["guild_id"]
+    ada = Actor("user", boot["user_id"], boot["email"])
+    with db.transaction() as conn:
+        for key in ("gone.md", "back.md", "moved.md"):
+            notes.write_note(conn, org, "guild", guild, key, "x", ada)
+        notes.delete_note(conn, org, "guild", guild, "gone.md", ada)
+        notes.delete_note(conn, org, "guild", guild, "back.md", ada)
+        notes.write_note(conn, org, "guild", guild, "back.md", "again", ada)
+        notes.move_note(conn, (org, "guild", guild, "moved.md"), (org, "org", None, "moved.md"), ada, replace=False)
+    since = datetime.now(timezone.utc) - timedelta(days=1)
+    with db.connection() as conn:
+        removed = files.removed_notes(conn, frozenset({org}), org, since=since)
+        later = files.removed_notes(conn, frozenset({org}), org, since=datetime.now(timezone.utc) + timedelta(hours=1))
+        with pytest.raises(NotFound):
+            files.removed_notes(conn, frozenset({org}), org + 1, since=since)
+    assert [(r["key"], r["operation"], r["level"], r["owner_id"]) for r in removed] == [
+        ("moved.md", "move", "guild", guild), ("gone.md", "delete", "guild", guild)]
+    assert removed[1]["actor_name"] == boot["email"] and removed[1]["version"] == 1
+    assert later == []
