@@ -84,7 +84,7 @@ def _short_when(value: Any) -> str:
     return value.strftime("%d %b %H:%M") if value.year == now.year else value.strftime("%Y-%m-%d")
 
 
-@bp.app_template_filter("size")
+@bp.app_template_filter("filesize")
 def _size_filter(size: int | None) -> str:
     return human_size(size)
 
