@@ -20,9 +20,6 @@ Public functions:
     into the table's name, within the 64 KB embed budget. Missing, unreadable or over-budget
     targets become a visible marker in square brackets, never an error. Inlining is the operator's
     choice: it does not depend on, or grant, the agent's note grants.
-``expand_embeds(conn, org_id, text) -> str``
-    The same expansion for any Markdown of an organisation (the notes browser shows a note's
-    embeds as State shows a task's).
 """
 from __future__ import annotations
 
@@ -124,6 +121,14 @@ def lock_for_removal(conn: Conn, paths: Iterable[str]) -> None:
     _lock(conn, paths, "pg_advisory_xact_lock")
 
 
+def expand_embeds(conn: Conn, org_id: int, text: str) -> str:
+    """Any Markdown of organisation ``org_id`` with its embeds expanded exactly as State expands a
+    task (``expand_task``), so the notes browser shows a note's embeds the way a run will see them.
+    The expansion depends only on the organisation (inlining does not depend on the agent's
+    grants), so no real agent is needed: the stand-in carries the organisation alone."""
+    return expand_task(conn, Agent(id=0, org_id=org_id, guild_id=0, name=""), text)
+
+
 def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
     """Display paths of the live tasks of the path's organisation that embed ``display_path``.
     SQL narrows by substring (trigram index); markdown-it confirms, so an embed in code is ignored."""
@@ -204,21 +209,14 @@ def _unreadable(org_id: int, path: str) -> str | None:
 
 def expand_task(conn: Conn, agent: Agent, task: str) -> str:
     """The task as State shows it (see the module docstring for the rules and markers)."""
-    return expand_embeds(conn, agent.org_id, task)
-
-
-def expand_embeds(conn: Conn, org_id: int, text: str) -> str:
-    """Any Markdown of organisation ``org_id`` with its embeds expanded exactly as State expands a
-    task: the operator's notes browser shows a note's embeds the way a run will see them."""
-    task = text
     budget = _Budget(EMBED_BUDGET)
     first = _spans(task)
     if not first:
         return task
-    bodies = _targets(conn, org_id, list({s.path for s in first}))
+    bodies = _targets(conn, agent.org_id, list({s.path for s in first}))
     nested: dict[str, list[_Span]] = {p: _spans(text) for p, (kind, text) in bodies.items() if kind == "note"}
     second_paths = list({s.path for spans in nested.values() for s in spans} - set(bodies))
-    bodies.update(_targets(conn, org_id, second_paths))
+    bodies.update(_targets(conn, agent.org_id, second_paths))
 
     def render(text: str, spans: list[_Span], depth: int) -> str:
         out, last = [], 0
@@ -230,7 +228,7 @@ def expand_embeds(conn: Conn, org_id: int, text: str) -> str:
         return "".join(out)
 
     def one(path: str, depth: int) -> str:
-        why = _unreadable(org_id, path)
+        why = _unreadable(agent.org_id, path)
         if why:
             return _marker(why)
         if path not in bodies:

@@ -1,10 +1,9 @@
 """File-change queries: the provenance strip's history and latest change per path.
 
-    history(conn, org_ids, display_path, *, limit=100, offset=0) -> list[dict]
-        newest first, ``offset`` rows skipped (paging); each row {display_path, operation, version,
-        actor_type, actor_id, actor_name, run_id, tool_call_id, tool_name, created_at}, plus run:
-        {agent_id, guild_id, kind, status, routine} for a run-owned change (routine = the
-        schedule's name, or null).
+    history(conn, org_ids, display_path, *, limit=100) -> list[dict]
+        newest first; each row {display_path, operation, version, actor_type, actor_id, actor_name,
+        run_id, tool_call_id, tool_name, created_at}, plus run: {agent_id, guild_id, kind, status,
+        routine} for a run-owned change (routine = the schedule's name, or null).
     latest(conn, org_ids, display_paths) -> dict[str, dict | None]
         the newest change per path (recorded: true); a path with no recorded change but a live row
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
@@ -62,14 +61,12 @@ def _shape(row: dict) -> dict[str, Any]:
     return out
 
 
-def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100,
-            offset: int = 0) -> list[dict]:
+def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: int = 100) -> list[dict]:
     path = nfc(display_path.strip().strip("/"))
     if path_org(path) not in org_ids:
         raise NotFound(f"unknown path {display_path}: no file of your organisations has that display path")
-    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s) ORDER BY fc.id DESC"
-                        " LIMIT %s OFFSET %s",
-                        (path, list(org_ids), min(max(limit, 1), MAX_HISTORY), max(offset, 0))).fetchall()
+    rows = conn.execute(_SELECT + " WHERE fc.display_path = %s AND fc.org_id = ANY(%s) ORDER BY fc.id DESC LIMIT %s",
+                        (path, list(org_ids), min(max(limit, 1), MAX_HISTORY))).fetchall()
     return [_shape(r) for r in rows]
 
 

@@ -241,14 +241,21 @@ def _hpage(param: str = "hpage") -> int:
 def provenance(conn: Any, display_path: str, *, param: str = "hpage") -> dict[str, Any]:
     """The strip: the latest change and one page of History (newest first), from the same store
     functions as /api/file-changes and /api/file-changes/latest. ``param`` is the query parameter
-    holding the History's page (two strips on one page page separately)."""
-    page = _hpage(param)
+    holding the History's page (two strips on one page page separately).
+
+    A page is cut from the newest ``page * HISTORY_PER_PAGE + 1`` changes, so paging reaches back
+    files.MAX_HISTORY changes. files.history answers with the rows, or (main since issue 11, paged
+    with a before cursor) {"changes": rows, "has_more": ...}: either is read, so this survives the
+    merge in any order."""
+    page = min(_hpage(param), (files.MAX_HISTORY - 1) // HISTORY_PER_PAGE)
     org_ids = principal().org_ids
-    rows = files.history(conn, org_ids, display_path, limit=HISTORY_PER_PAGE + 1,
-                         offset=(page - 1) * HISTORY_PER_PAGE)
+    got = files.history(conn, org_ids, display_path, limit=page * HISTORY_PER_PAGE + 1)
+    rows = got["changes"] if isinstance(got, dict) else got
+    start = (page - 1) * HISTORY_PER_PAGE
     return {"latest": files.latest(conn, org_ids, [display_path]).get(display_path),
-            "history": rows[:HISTORY_PER_PAGE], "page": page, "more": len(rows) > HISTORY_PER_PAGE,
-            "open": param in request.args, "per_page": HISTORY_PER_PAGE}
+            "history": rows[start:start + HISTORY_PER_PAGE], "page": page,
+            "more": len(rows) > page * HISTORY_PER_PAGE, "open": param in request.args,
+            "per_page": HISTORY_PER_PAGE}
 
 
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
