@@ -55,7 +55,7 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     rows = browser.finds("table.revisions tbody tr")
     assert len(rows) == 1 and "v1" in rows[0].text and boot["email"] in rows[0].text
     strip = browser.find("#task-provenance")
-    assert "update" in strip.text and "v2" in strip.text
+    assert "update" in strip.text.lower() and "v2" in strip.text
     follow(browser, browser.link("Diff with current"))
     assert browser.path == f"/agents/{agent}/task/revisions/1"
     diff = browser.find("pre.diff").text
@@ -121,7 +121,7 @@ def test_memory_history_archive_scripts_and_collections(browser: Browser, boot, 
     browser.open(f"/agents/{agent}/scripts/fetch.py")
     assert browser.find("#script-source").text == "print('hello')"
     browser.shot("script")
-    assert "create" in browser.find("#provenance").text and "script_write" in browser.find("#provenance").text
+    assert "create" in browser.find("#provenance").text.lower() and "script_write" in browser.find("#provenance").text
     browser.open(f"/agents/{agent}")
     follow(browser, browser.link("leads"))
     assert browser.path == f"/databases/{leads['id']}"

@@ -30,20 +30,26 @@ def login(browser: Browser, boot: dict[str, Any]) -> None:
     browser.wait(lambda d: browser.path.startswith("/databases"))
 
 
+def _loaded(browser: Browser, old: Any) -> None:
+    """Wait until ``old`` (the previous page's root) is gone and the new page has loaded."""
+    from selenium.webdriver.support import expected_conditions as EC
+    browser.wait(EC.staleness_of(old))
+    browser.wait(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def press(browser: Browser, label: str) -> None:
     """Click the button and wait until the page it submits to has replaced this one."""
-    from selenium.webdriver.support import expected_conditions as EC
+    browser.wait(lambda d: d.execute_script("return document.readyState") == "complete")
     old = browser.find("html")
     browser.button(label).click()
-    browser.wait(EC.staleness_of(old))
+    _loaded(browser, old)
 
 
 def follow(browser: Browser, element: Any) -> None:
     """Click a link and wait until the page it opens has replaced this one."""
-    from selenium.webdriver.support import expected_conditions as EC
     old = browser.find("html")
     element.click()
-    browser.wait(EC.staleness_of(old))
+    _loaded(browser, old)
 
 
 def note_get(server: RunningServer, service: requests.Session, agent_id: int, path: str) -> requests.Response:
@@ -120,7 +126,7 @@ def test_open_edit_and_save_a_note(browser: Browser, boot, server, service, oper
     assert [c["operation"] for c in history] == ["update", "create"] and history[0]["actor_name"] == boot["email"]
     # The provenance strip says the same.
     strip = browser.find("#provenance")
-    assert "update" in strip.text and boot["email"] in strip.text and "v2" in strip.text
+    assert "update" in strip.text.lower() and boot["email"] in strip.text and "v2" in strip.text
     strip.find_element(browser.By.TAG_NAME, "summary").click()
     rows = strip.find_elements(browser.By.CSS_SELECTOR, "table tbody tr")
     assert len(rows) == 2 and "Scout" in rows[1].text and "note_write" in rows[1].text
