@@ -127,6 +127,14 @@ def lock_for_removal(conn: Conn, paths: Iterable[str]) -> None:
     _lock(conn, paths, "pg_advisory_xact_lock")
 
 
+def expand_embeds(conn: Conn, org_id: int, text: str) -> str:
+    """Any Markdown of organisation ``org_id`` with its embeds expanded exactly as State expands a
+    task (``expand_task``), so the notes browser shows a note's embeds the way a run will see them.
+    The expansion depends only on the organisation (inlining does not depend on the agent's
+    grants), so no real agent is needed: the stand-in carries the organisation alone."""
+    return expand_task(conn, Agent(id=0, org_id=org_id, guild_id=0, name=""), text)
+
+
 def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
     """Display paths of the live tasks of the path's organisation that embed ``display_path``.
     SQL narrows by substring (trigram index); markdown-it confirms, so an embed in code is ignored."""

@@ -12,6 +12,13 @@
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
         version, created_at = when it was saved); None when neither exists.
 
+    removed_notes(conn, org_ids, org_id, *, since, limit=200) -> list[dict]
+        notes of ``org_id`` deleted or moved away since ``since`` whose path holds no live note
+        now, newest first: {display_path, operation, version, actor_name, created_at, level,
+        owner_id, key}. Read from the organisation's newest RECENT_CHANGES changes only (its
+        index, newest first), so the cost is bounded however much history the store holds; in an
+        organisation busier than that, "recently" is shorter than ``since``.
+
 Only rows of ``org_ids`` (the caller's organisations) are read: a path of another organisation
 answers as unknown.
 """
@@ -19,14 +26,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
 from store.db import Conn
-from store.errors import Invalid, NotFound
-from store.paths import nfc
+from store.errors import Invalid, NotFound, StoreError
+from store.paths import nfc, parse
 
 MAX_PATHS = 200
 MAX_HISTORY = 1000
+RECENT_CHANGES = 5000
 _ORG = re.compile(r"^org/([1-9][0-9]{0,18})/")
 
 _SELECT = """
@@ -106,4 +115,37 @@ def _task_agent_ids(paths: Sequence[str]) -> list[int]:
         m = re.match(r"^org/\d+/agents/([1-9][0-9]{0,18})/task\.md$", p)
         if m:
             out.append(int(m.group(1)))
+    return out
+
+
+def removed_notes(conn: Conn, org_ids: Collection[int], org_id: int, *, since: datetime,
+                  limit: int = 200) -> list[dict]:
+    """Notes deleted or moved away recently (see the module docstring); what the notes browser
+    marks as deleted."""
+    if org_id not in org_ids:
+        raise NotFound("unknown organisation")
+    rows = conn.execute(
+        """WITH recent AS (
+             SELECT id, display_path, operation, version, actor_name, created_at FROM file_changes
+              WHERE org_id = %(org)s ORDER BY id DESC LIMIT %(scan)s)
+           SELECT * FROM (
+             SELECT DISTINCT ON (display_path) display_path, operation, version, actor_name, created_at, id
+               FROM recent
+              WHERE created_at >= %(since)s AND display_path LIKE '%%.md'
+                AND display_path NOT LIKE '%%/history-archive/%%'
+              ORDER BY display_path, id DESC) last
+            WHERE last.operation IN ('delete', 'move')
+              AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.display_path = last.display_path
+                                                          AND a.deleted_at IS NULL)
+            ORDER BY last.id DESC LIMIT %(limit)s""",
+        {"org": org_id, "since": since, "limit": limit, "scan": RECENT_CHANGES}).fetchall()
+    out = []
+    for r in rows:
+        try:
+            target = parse(r["display_path"])
+        except StoreError:
+            continue
+        if target.family == "note":
+            r.pop("id")
+            out.append({**r, "level": target.level, "owner_id": target.owner_id, "key": target.name})
     return out

@@ -12,6 +12,9 @@ the file_changes row and the NOTIFY (store.provenance.record_change) in that tra
         created_by, updated_by. One query.
     list_notes(conn, org_id, level, owner_id) -> list[dict]
         one owner's live notes in key order, without content; ``size`` is octet_length(content).
+    list_org_notes(conn, org_id) -> list[dict]
+        every live note of the organisation, every level and owner, in one query (the notes
+        browser's scopes side by side): as list_notes, plus guild_id and agent_id.
     write_note(conn, org_id, level, owner_id, key, content, actor, *, if_version=None,
                create_only=False) -> dict
         create (version 1) or update (version + 1). Checks the key (one .md name, no '/'), the
@@ -320,6 +323,15 @@ def list_notes(conn: Conn, org_id: int, level: str, owner_id: int | None) -> lis
         f"""SELECT {NOTE_COLUMNS}, octet_length(content) AS size FROM artifacts
              WHERE org_id = %(org_id)s AND {owner_where(level)} AND kind = 'note' AND deleted_at IS NULL
              ORDER BY key""", {"org_id": org_id, "guild_id": guild_id, "agent_id": agent_id}).fetchall()
+
+
+def list_org_notes(conn: Conn, org_id: int) -> list[dict]:
+    """Every live note of the organisation (all levels and owners), without content, ordered by
+    level, owner and key; one query on the live-owner index."""
+    return conn.execute(
+        f"""SELECT {NOTE_COLUMNS}, guild_id, agent_id, octet_length(content) AS size FROM artifacts
+             WHERE org_id = %s AND kind = 'note' AND deleted_at IS NULL
+             ORDER BY level, guild_id, agent_id, key""", (org_id,)).fetchall()
 
 
 def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: str, content: str,

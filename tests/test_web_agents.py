@@ -1,0 +1,145 @@
+"""The agent's page (State) in a real browser against the real gateway and PostgreSQL, each result
+asserted through the API as well: the task with its embeds and its editor, a stale task save,
+revisions diffed against the current task, memory with its history-archive, scripts, and the
+collections the agent reaches."""
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from store import admin
+from tests.conftest import RunningServer
+from tests.web_browser import Browser, browser, chromium, web_login  # noqa: F401 - fixtures
+from test_records_support import LEADS, call_tool, make_collection, ok
+from test_web_notes import follow, login, press
+
+
+def task_api(operator: requests.Session, server: RunningServer, agent_id: int) -> dict[str, Any]:
+    return ok(operator.get(f"{server.url}/api/agents/{agent_id}/task"))
+
+
+def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service, operator) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    ok(call_tool(server, service, agent, "note_write", level="guild", key="plan.md", content="Call **ten** leads."))
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task",
+                    json={"task": f"# Daily\n\nFollow the plan: ![[org/{org}/guilds/{guild}/plan.md]]\n"}))
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
+    rendered = browser.find("#task-rendered")
+    assert rendered.find_element(browser.By.TAG_NAME, "h1").text == "Daily"
+    assert "Follow the plan: Call ten leads." in rendered.text
+    assert rendered.find_element(browser.By.TAG_NAME, "strong").text == "ten"
+    browser.link(f"org/{org}/guilds/{guild}/plan.md")  # the embed links to the note
+    state = ok(service.get(f"{server.url}/api/agents/{agent}/state"))
+    assert state["task"]["text"] == f"# Daily\n\nFollow the plan: Call **ten** leads.\n"
+    browser.shot("state")
+    editor = browser.find("#task-content")
+    editor.clear()
+    editor.send_keys("# Daily\n\nCall twenty leads, then report.\n")
+    # Insert note: the box offers the notes the agent reads and puts the embed at the cursor.
+    offered = [o.get_attribute("value") for o in browser.finds("#embed-choices option")]
+    assert f"org/{org}/guilds/{guild}/plan.md" in offered
+    browser.find("#embed-path").send_keys(f"org/{org}/guilds/{guild}/plan.md")
+    browser.button("Insert").click()
+    browser.shot("task-insert-embed")
+    new_text = f"# Daily\n\nCall twenty leads, then report.\n![[org/{org}/guilds/{guild}/plan.md]]"
+    assert browser.find("#task-content").get_attribute("value") == new_text
+    press(browser, "Save")
+    assert "Task saved" in browser.text()
+    task = task_api(operator, server, agent)
+    assert task["task"] == new_text and task["version"] == 2
+    assert task["updated_by"] == boot["email"]
+    revisions = ok(operator.get(f"{server.url}/api/agents/{agent}/task/revisions"))["revisions"]
+    assert [r["version"] for r in revisions] == [1]
+    rows = browser.finds("table.revisions tbody tr")
+    assert len(rows) == 1 and "v1" in rows[0].text and boot["email"] in rows[0].text
+    strip = browser.find("#task-provenance")
+    assert "update" in strip.text.lower() and "v2" in strip.text
+    follow(browser, browser.link("Diff with current"))
+    assert browser.path == f"/agents/{agent}/task/revisions/1"
+    diff = browser.find("pre.diff").text
+    assert f"-Follow the plan: ![[org/{org}/guilds/{guild}/plan.md]]" in diff
+    assert "+Call twenty leads, then report." in diff and " # Daily" in diff
+    assert browser.find("pre.source").text.startswith("# Daily")
+    browser.shot("task-revision-diff")
+
+
+def test_a_stale_task_save_shows_both(browser: Browser, boot, server, operator) -> None:
+    agent = boot["agent_id"]
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": "first\n"}))
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": "second, from elsewhere\n"}))
+    editor = browser.find("#task-content")
+    editor.clear()
+    editor.send_keys("mine\n")
+    press(browser, "Save")
+    assert "changed since you opened it" in browser.find("#conflict").text
+    assert browser.find("pre.theirs").text == "second, from elsewhere"
+    assert browser.find("pre.mine").text == "mine"
+    browser.check_console()
+    assert task_api(operator, server, agent)["task"] == "second, from elsewhere\n"
+    press(browser, "Save")
+    assert task_api(operator, server, agent)["task"] == "mine\n"
+
+
+def test_memory_history_archive_scripts_and_collections(browser: Browser, boot, server, service, operator,
+                                                        db) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    ok(call_tool(server, service, agent, "memory_write", content="# Memory\n\nLikes *tea*."))
+    ok(call_tool(server, service, agent, "memory_write", content="# Memory\n\nLikes *coffee* now."))
+    ok(service.post(f"{server.url}/api/agents/{agent}/tools/script_write",
+                    json={"name": "fetch.py", "content": "print('hello')\n"}))
+    leads = make_collection(db, org, "leads", LEADS, guild_id=guild, purpose="sales leads")
+    make_collection(db, org, "hidden", LEADS, purpose="nobody reaches this")
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
+    memory = browser.find("#memory-rendered")
+    assert "Likes coffee now." in memory.text and memory.find_element(browser.By.TAG_NAME, "em").text == "coffee"
+    assert "v2" in browser.find("#memory-provenance").text
+    archive = browser.finds("table.archive tbody tr")
+    assert len(archive) == 1 and "v1" in archive[0].text and "agent" in archive[0].text
+    scripts = browser.finds("table.scripts tbody tr")
+    assert len(scripts) == 1 and "fetch.py" in scripts[0].text
+    reach = browser.find("table.reach").text
+    assert "leads" in reach and "write" in reach and "guild" in reach and "hidden" not in reach
+    state = ok(service.get(f"{server.url}/api/agents/{agent}/state"))
+    assert [c["name"] for c in state["collections"]] == ["leads"]
+    browser.open(f"/agents/{agent}#memory")
+    browser.shot("state-memory")
+    archive = browser.finds("table.archive tbody tr")
+    follow(browser, archive[0].find_element(browser.By.TAG_NAME, "a"))
+    assert "/memory/history/" in browser.path and "Likes tea." in browser.find("article.markdown").text
+    diff = browser.find("pre.diff").text
+    assert "-Likes *tea*." in diff and "+Likes *coffee* now." in diff
+    browser.shot("memory-archive")
+    # The archived file is the one WebDAV shows under history-archive/.
+    name = browser.path.rsplit("/", 1)[1]
+    got = operator.get(f"{server.url}/dav/org/{org}/agents/{agent}/history-archive/{name}")
+    assert got.status_code == 200 and got.text == "# Memory\n\nLikes *tea*."
+    browser.open(f"/agents/{agent}/scripts/fetch.py")
+    assert browser.find("#script-source").text == "print('hello')"
+    browser.shot("script")
+    assert "create" in browser.find("#provenance").text.lower() and "script_write" in browser.find("#provenance").text
+    browser.open(f"/agents/{agent}")
+    follow(browser, browser.link("leads"))
+    assert browser.path == f"/databases/{leads['id']}"
+
+
+def test_unknown_revisions_and_archive_names_are_404(boot, server) -> None:
+    s = web_login(server, boot["email"], boot["password"])
+    agent = boot["agent_id"]
+    for url in (f"/agents/{agent}/task/revisions/7", f"/agents/{agent}/memory/history/nope.md",
+                f"/agents/{agent}/scripts/nope.py", "/agents/999999"):
+        r = s.get(server.url + url)
+        assert r.status_code == 404, url
+    other = admin.bootstrap(server.db, org_name="Elsewhere", email="eve@example.com", password="a password for eve")
+    page = s.get(f"{server.url}/agents/{agent}")
+    from tests.web_browser import csrf_of
+    r = s.post(f"{server.url}/agents/{other['agent_id']}/task",
+               data={"csrf_token": csrf_of(page.text), "task": "hijack", "version": "0"})
+    assert r.status_code == 404
+    with server.db.connection() as conn:
+        row = conn.execute("SELECT task FROM agents WHERE id = %s", (other["agent_id"],)).fetchone()
+    assert row["task"] == ""

@@ -1,0 +1,386 @@
+"""The notes browser in a real browser against the real gateway and PostgreSQL, each result
+asserted through the API (the agent tools and /api/file-changes) as well: scopes side by side,
+a note rendered with its embeds, the editor and its conflict, new, rename, delete, the embed
+refusal with links to the embedding tasks, and the provenance strip with its paged History."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import requests
+
+from store import admin
+from tests.conftest import RunningServer
+from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
+from test_records_support import call_tool, ok
+
+
+@pytest.fixture(autouse=True)
+def curator(db, boot) -> None:
+    """The bootstrap agent may write organisation notes too, so it can seed every scope."""
+    admin.set_agent(db, boot["agent_id"], write_org=True)
+
+
+def login(browser: Browser, boot: dict[str, Any]) -> None:
+    """Log in through the form and wait for the page it leads to (so the next open cannot race it)."""
+    browser.open("/")
+    browser.fill({"email": boot["email"], "password": boot["password"]})
+    press(browser, "Log in")
+    browser.wait(lambda d: browser.path.startswith("/databases"))
+
+
+def _loaded(browser: Browser, old: Any) -> None:
+    """Wait until ``old`` (the previous page's root) is gone and the new page has loaded."""
+    from selenium.webdriver.support import expected_conditions as EC
+    browser.wait(EC.staleness_of(old))
+    browser.wait(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def press(browser: Browser, label: str) -> None:
+    """Click the button and wait until the page it submits to has replaced this one."""
+    browser.wait(lambda d: d.execute_script("return document.readyState") == "complete")
+    old = browser.find("html")
+    browser.button(label).click()
+    _loaded(browser, old)
+
+
+def follow(browser: Browser, element: Any) -> None:
+    """Click a link and wait until the page it opens has replaced this one."""
+    old = browser.find("html")
+    element.click()
+    _loaded(browser, old)
+
+
+def note_get(server: RunningServer, service: requests.Session, agent_id: int, path: str) -> requests.Response:
+    return call_tool(server, service, agent_id, "note_get", path=path)
+
+
+def write(server: RunningServer, service: requests.Session, agent_id: int, level: str, key: str,
+          content: str) -> dict[str, Any]:
+    return ok(call_tool(server, service, agent_id, "note_write", level=level, key=key, content=content))
+
+
+def changes(operator: requests.Session, server: RunningServer, path: str) -> list[dict[str, Any]]:
+    return ok(operator.get(f"{server.url}/api/file-changes", params={"display_path": path}))["changes"]
+
+
+def test_scopes_side_by_side_with_new_and_deleted_notes(browser: Browser, boot, server, service, operator) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    write(server, service, agent, "org", "handbook.md", "# Handbook\n")
+    write(server, service, agent, "guild", "plan.md", "The plan.\n")
+    write(server, service, agent, "agent", "scratchpad.md", "mine\n")
+    write(server, service, agent, "guild", "old.md", "going\n")
+    ok(call_tool(server, service, agent, "note_delete", path=f"org/{org}/guilds/{guild}/old.md"))
+    login(browser, boot)
+    follow(browser, browser.link("Notes"))
+    assert browser.path == "/notes"
+    scopes = {s.get_attribute("data-scope"): s for s in browser.finds("section.scope")}
+    assert list(scopes) == ["org", f"guild-{guild}", f"agent-{agent}"]
+    org_rows = scopes["org"].find_elements(browser.By.CSS_SELECTOR, "tbody tr.note")
+    assert [r.find_elements(browser.By.TAG_NAME, "td")[0].text for r in org_rows] == ["handbook.md new"]
+    cells = org_rows[0].find_elements(browser.By.TAG_NAME, "td")
+    assert cells[1].text == "11 B" and re.fullmatch(r"\d\d:\d\d", cells[2].text)
+    assert cells[3].text == "Scout"
+    guild_text = scopes[f"guild-{guild}"].text
+    assert "Research" in guild_text and "plan.md" in guild_text
+    removed = scopes[f"guild-{guild}"].find_elements(browser.By.CSS_SELECTOR, "tr.removed")
+    assert len(removed) == 1 and "old.md" in removed[0].text and "deleted" in removed[0].text
+    assert "scratchpad.md" in scopes[f"agent-{agent}"].text
+    # The agent's scope links to its State.
+    assert len(browser.finds("nav.mainnav a")) == 2
+    browser.shot("notes-browser")
+    follow(browser, scopes[f"agent-{agent}"].find_element(browser.By.LINK_TEXT, "Scout"))
+    assert browser.path == f"/agents/{agent}"
+    assert browser.link("Databases") and browser.link("Notes")
+
+
+def test_open_edit_and_save_a_note(browser: Browser, boot, server, service, operator) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    write(server, service, agent, "org", "facts.md", "Water boils at 100 °C.\n")
+    path = f"org/{org}/guilds/{guild}/plan.md"
+    write(server, service, agent, "guild", "plan.md",
+          "# Launch plan\n\n- step *one*\n\n<script>alert(1)</script>\n\nFacts: ![[org/%d/facts.md]]\n" % org)
+    login(browser, boot)
+    browser.open("/notes")
+    follow(browser, browser.link("plan.md"))
+    assert browser.path == f"/notes/{path}"
+    rendered = browser.find("#rendered")
+    assert rendered.find_element(browser.By.TAG_NAME, "h1").text == "Launch plan"
+    assert rendered.find_element(browser.By.TAG_NAME, "em").text == "one"
+    # Raw HTML is shown as text, never run; the embed is expanded as State expands it.
+    assert "<script>alert(1)</script>" in rendered.text and not rendered.find_elements(browser.By.TAG_NAME, "script")
+    assert "Facts: Water boils at 100 °C." in rendered.text
+    assert browser.link(f"org/{org}/facts.md")
+    browser.shot("note")
+    editor = browser.find("#note-content")
+    editor.clear()
+    editor.send_keys("# Launch plan\n\nShip on Monday.\n")
+    press(browser, "Save")
+    assert "Saved." in browser.text()
+    assert browser.find("#rendered").text.endswith("Ship on Monday.")
+    got = ok(note_get(server, service, agent, path))
+    assert got["content"] == "# Launch plan\n\nShip on Monday.\n" and got["version"] == 2
+    assert got["updated_by"] == boot["email"]
+    history = changes(operator, server, path)
+    assert [c["operation"] for c in history] == ["update", "create"] and history[0]["actor_name"] == boot["email"]
+    # The provenance strip says the same.
+    strip = browser.find("#provenance")
+    assert "update" in strip.text.lower() and boot["email"] in strip.text and "v2" in strip.text
+    strip.find_element(browser.By.TAG_NAME, "summary").click()
+    rows = strip.find_elements(browser.By.CSS_SELECTOR, "table tbody tr")
+    assert len(rows) == 2 and "Scout" in rows[1].text and "note_write" in rows[1].text
+    browser.shot("note-saved")
+    # Saving what is already there writes nothing.
+    press(browser, "Save")
+    assert "Nothing changed" in browser.text() and len(changes(operator, server, path)) == 2
+
+
+def test_a_save_over_a_newer_version_is_refused_with_both_versions(browser: Browser, boot, server, service,
+                                                                   operator) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/status.md"
+    write(server, service, agent, "org", "status.md", "status: green\n")
+    login(browser, boot)
+    browser.open(f"/notes/{path}")
+    # While the operator edits, the agent saves a newer version.
+    write(server, service, agent, "org", "status.md", "status: red (agent)\n")
+    editor = browser.find("#note-content")
+    editor.clear()
+    editor.send_keys("status: amber (operator)\n")
+    press(browser, "Save")
+    conflict = browser.find("#conflict")
+    assert "changed since you opened it" in conflict.text and "not saved" in conflict.text
+    assert browser.find("pre.theirs").text == "status: red (agent)"
+    assert browser.find("pre.mine").text == "status: amber (operator)"
+    assert "-status: red (agent)" in browser.find("pre.diff").text
+    assert "+status: amber (operator)" in browser.find("pre.diff").text
+    browser.shot("note-conflict")
+    browser.check_console()
+    got = ok(note_get(server, service, agent, path))
+    assert got["content"] == "status: red (agent)\n" and got["version"] == 2
+    # The editor keeps what was typed, now based on the newest version: saving again is a choice.
+    assert browser.find("#note-content").get_attribute("value") == "status: amber (operator)\n"
+    assert browser.find('#note-editor input[name="version"]').get_attribute("value") == "2"
+    press(browser, "Save")
+    assert "Saved." in browser.text()
+    got = ok(note_get(server, service, agent, path))
+    assert got["content"] == "status: amber (operator)\n" and got["version"] == 3
+
+
+def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    login(browser, boot)
+    browser.open("/notes")
+    follow(browser, browser.find(f"#scope-guild-{guild} a.button"))
+    browser.fill({"name": "ideas", "content": "- one\n- two\n"})
+    browser.shot("note-new")
+    press(browser, "Save")
+    assert browser.path.startswith(f"/notes/org/{org}/guilds/{guild}/ideas.md") and "Note created." in browser.text()
+    assert ok(note_get(server, service, agent, f"org/{org}/guilds/{guild}/ideas.md"))["content"] == "- one\n- two\n"
+    # The same name again is refused with the store's sentence, keeping what was typed.
+    browser.open(f"/notes/new?scope=guild-{guild}")
+    browser.fill({"name": "ideas.md", "content": "again"})
+    press(browser, "Save")
+    assert "already exists" in browser.find(".flash.error").text
+    assert browser.find('textarea[name="content"]').get_attribute("value") == "again"
+    browser.check_console()
+    # A name that cannot be a note says why.
+    browser.fill({"name": "a/b.md"})
+    press(browser, "Save")
+    assert "notes are flat" in browser.find(".flash.error").text
+    browser.check_console()
+    # Rename, and move to the organisation.
+    browser.open(f"/notes/org/{org}/guilds/{guild}/ideas.md")
+    browser.fill({"name": "brainstorm.md", "scope": "org"}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    assert browser.path.startswith(f"/notes/org/{org}/brainstorm.md") and "Renamed." in browser.text()
+    assert ok(note_get(server, service, agent, f"org/{org}/brainstorm.md"))["version"] == 2
+    assert note_get(server, service, agent, f"org/{org}/guilds/{guild}/ideas.md").status_code == 404
+    assert [c["operation"] for c in changes(operator, server, f"org/{org}/guilds/{guild}/ideas.md")][0] == "move"
+    # Delete behind a confirmation naming the note.
+    follow(browser, browser.link("Delete…"))
+    assert "Delete the note brainstorm.md?" in browser.text()
+    browser.shot("note-delete")
+    press(browser, "Delete brainstorm.md")
+    assert browser.path.startswith("/notes") and "Note deleted." in browser.text()
+    assert note_get(server, service, agent, f"org/{org}/brainstorm.md").status_code == 404
+    removed = browser.find("#scope-org tr.removed")
+    assert "brainstorm.md" in removed.text and "deleted" in removed.text
+    moved = browser.find(f"#scope-guild-{guild} tr.removed")
+    assert "ideas.md" in moved.text and "moved away" in moved.text
+
+
+def test_deleting_or_moving_an_embedded_note_is_refused_with_links(browser: Browser, boot, server, service,
+                                                                    operator) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    path = f"org/{org}/guilds/{guild}/plan.md"
+    write(server, service, agent, "guild", "plan.md", "the plan\n")
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": f"Follow ![[{path}]] daily."}))
+    login(browser, boot)
+    browser.open(f"/notes/{path}")
+    assert f"org/{org}/agents/{agent}/task.md" in browser.find(".note-meta").text
+    follow(browser, browser.link("Delete…"))
+    assert "the store will refuse" in browser.text()
+    press(browser, "Delete plan.md")
+    refusal = browser.find("#embedded")
+    assert f"cannot delete {path}: the task org/{org}/agents/{agent}/task.md embeds it" in refusal.text
+    browser.shot("note-embedded-refusal")
+    browser.check_console()
+    assert ok(note_get(server, service, agent, path))["version"] == 1
+    # Moving is refused the same way, on the note's page.
+    browser.open(f"/notes/{path}")
+    browser.fill({"name": "renamed.md"}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    assert "cannot move" in browser.find("#embedded").text
+    browser.check_console()
+    assert note_get(server, service, agent, f"org/{org}/guilds/{guild}/renamed.md").status_code == 404
+    # The link opens the embedding task's editor.
+    follow(browser, browser.find("#embedded a"))
+    assert browser.path == f"/agents/{agent}#task"
+    assert browser.find("#task-content").get_attribute("value") == f"Follow ![[{path}]] daily."
+
+
+def test_history_is_paged(boot, server, service, operator, db) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/log.md"
+    for i in range(23):
+        write(server, service, agent, "org", "log.md", f"entry {i}\n")
+    s = web_login(server, boot["email"], boot["password"])
+    first = s.get(f"{server.url}/notes/{path}")
+    assert first.status_code == 200 and first.text.count("<td>update</td>") == 20 and 'rel="next"' in first.text
+    second = s.get(f"{server.url}/notes/{path}", params={"hpage": 2})
+    assert second.text.count("<td>update</td>") == 2 and second.text.count("<td>create</td>") == 1
+    assert 'rel="prev"' in second.text and 'rel="next"' not in second.text and "changes 21–23" in second.text
+    api = changes(operator, server, path)
+    assert len(api) == 23 and api[20]["version"] == 3
+
+
+def test_other_organisations_and_forms_without_the_token(boot, server, db) -> None:
+    other = admin.bootstrap(db, org_name="Other", email="bob@example.com", password="another good password")
+    with db.transaction() as conn:
+        from store import notes
+        from store.access import SYSTEM
+        notes.write_note(conn, other["org_id"], "org", None, "secret.md", "theirs", SYSTEM)
+    s = web_login(server, boot["email"], boot["password"])
+    for url in (f"/notes/org/{other['org_id']}/secret.md", f"/notes/delete/org/{other['org_id']}/secret.md",
+                f"/agents/{other['agent_id']}", f"/notes/org/{boot['org_id']}/agents/{other['agent_id']}/x.md",
+                f"/notes/org/{boot['org_id']}/nothing.md", f"/agents/{other['agent_id']}/task/revisions/1"):
+        r = s.get(server.url + url)
+        assert r.status_code == 404, (url, r.status_code)
+        assert "theirs" not in r.text and "Other" not in r.text
+    page = s.get(f"{server.url}/notes")
+    assert "secret.md" not in page.text
+    token = csrf_of(page.text)
+    # Writing into another organisation: 404, nothing written.
+    r = s.post(f"{server.url}/notes/org/{other['org_id']}/secret.md",
+               data={"csrf_token": token, "content": "mine now", "version": "1"})
+    assert r.status_code == 404
+    r = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": f"agent-{other['agent_id']}",
+                                                "name": "x.md", "content": "x"})
+    assert r.status_code == 422 and "is not one of this organisation" in r.text
+    # A form without the CSRF token is refused.
+    ok(requests.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/note_write",
+                     headers={"Authorization": f"Bearer {boot['service_token']}"},
+                     json={"level": "org", "key": "mine.md", "content": "v1"}))
+    r = s.post(f"{server.url}/notes/org/{boot['org_id']}/mine.md", data={"content": "changed", "version": "1"})
+    assert r.status_code == 403 and "security token" in r.text
+    r = s.post(f"{server.url}/notes/delete/org/{boot['org_id']}/mine.md")
+    assert r.status_code == 403
+    with db.connection() as conn:
+        from store import notes
+        row = notes.get_note(conn, boot["org_id"], "org", None, "mine.md")
+        other_row = notes.get_note(conn, other["org_id"], "org", None, "secret.md")
+    assert row["content"] == "v1" and other_row["content"] == "theirs"
+
+
+def test_names_with_spaces_marks_and_accents_round_trip(boot, server, service) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/new").text)
+    for name in ("Q&A #3 ?50% off.md", "résumé.md", "100%.md"):
+        r = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": "org", "name": name,
+                                                    "content": f"about {name}"})
+        assert r.status_code == 200 and "Note created." in r.text, (name, r.status_code)
+        got = ok(note_get(server, service, agent, f"org/{org}/{name}"))
+        assert got["content"] == f"about {name}"
+        # The index links it, and the link opens it.
+        index = s.get(f"{server.url}/notes").text
+        href = re.search(r'<a href="([^"]+)">' + re.escape(name.replace("&", "&amp;")) + "</a>", index)
+        assert href, name
+        page = s.get(server.url + href.group(1).replace("&amp;", "&"))
+        assert page.status_code == 200 and f"about {name}".replace("&", "&amp;") in page.text
+        saved = s.post(server.url + href.group(1).replace("&amp;", "&"),
+                       data={"csrf_token": token, "content": "changed", "version": "1"})
+        assert saved.status_code == 200 and "Saved." in saved.text
+        assert ok(note_get(server, service, agent, f"org/{org}/{name}"))["content"] == "changed"
+
+
+def test_saving_a_note_deleted_meanwhile_or_too_large(boot, server, service) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/gone.md"
+    write(server, service, agent, "org", "gone.md", "v1\n")
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/{path}").text)
+    ok(call_tool(server, service, agent, "note_delete", path=path))
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "my edit\n", "version": "1"})
+    assert r.status_code == 409 and "the note was deleted meanwhile" in r.text
+    assert note_get(server, service, agent, path).status_code == 404
+    # Saving again is a deliberate create from the text that was kept.
+    assert 'name="version" value="0"' in r.text and "my edit" in r.text
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "my edit\n", "version": "0"})
+    assert r.status_code == 200 and "Saved." in r.text
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
+    # Over 256 KB: refused with the store's sentence, nothing written, the text kept in the editor.
+    big = "x" * 262_145
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": big, "version": "1"})
+    assert r.status_code == 413 and "at most 262,144 bytes" in r.text and big in r.text
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
+    # A form without the version it started from is refused, not saved blindly.
+    r = s.post(f"{server.url}/notes/{path}", data={"csrf_token": token, "content": "blind"})
+    assert r.status_code == 422 and "which version" in r.text
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit\n"
+
+
+def test_the_strip_names_the_run_and_tool_call_of_an_agent_change(boot, server, service, operator) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    run = ok(service.post(f"{server.url}/api/runs", json={"agent_id": agent, "kind": "schedule",
+                                                          "routine": "morning"}), 201)
+    ok(service.post(f"{server.url}/api/agents/{agent}/tools/note_write",
+                    json={"level": "org", "key": "daily.md", "content": "today\n"},
+                    headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": "toolu_42"}))
+    s = web_login(server, boot["email"], boot["password"])
+    page = s.get(f"{server.url}/notes/org/{org}/daily.md").text
+    latest = page[page.index('<div class="latest">'):page.index("</div>", page.index('<div class="latest">'))]
+    assert f"run {run['id']} (schedule, morning, running)" in latest
+    assert "note_write" in latest and "toolu_42" in latest and "Scout" in latest and "v1" in latest
+    api = ok(operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": f"org/{org}/daily.md"}))
+    change = api["latest"][f"org/{org}/daily.md"]
+    assert change["run_id"] == run["id"] and change["tool_call_id"] == "toolu_42"
+
+
+def test_removed_notes_lists_only_notes_still_gone(db, boot) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from store import files, notes
+    from store.access import Actor
+    from store.errors import NotFound
+    org, guild = boot["org_id"], boot["guild_id"]
+    ada = Actor("user", boot["user_id"], boot["email"])
+    with db.transaction() as conn:
+        for key in ("gone.md", "back.md", "moved.md"):
+            notes.write_note(conn, org, "guild", guild, key, "x", ada)
+        notes.delete_note(conn, org, "guild", guild, "gone.md", ada)
+        notes.delete_note(conn, org, "guild", guild, "back.md", ada)
+        notes.write_note(conn, org, "guild", guild, "back.md", "again", ada)
+        notes.move_note(conn, (org, "guild", guild, "moved.md"), (org, "org", None, "moved.md"), ada, replace=False)
+    since = datetime.now(timezone.utc) - timedelta(days=1)
+    with db.connection() as conn:
+        removed = files.removed_notes(conn, frozenset({org}), org, since=since)
+        later = files.removed_notes(conn, frozenset({org}), org, since=datetime.now(timezone.utc) + timedelta(hours=1))
+        with pytest.raises(NotFound):
+            files.removed_notes(conn, frozenset({org}), org + 1, since=since)
+    assert [(r["key"], r["operation"], r["level"], r["owner_id"]) for r in removed] == [
+        ("moved.md", "move", "guild", guild), ("gone.md", "delete", "guild", guild)]
+    assert removed[1]["actor_name"] == boot["email"] and removed[1]["version"] == 1
+    assert later == []

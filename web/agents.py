@@ -1,0 +1,160 @@
+"""The agent's page (State): what a run of this agent is created from, and the operator's task.
+
+    /agents/<id>                              the task (embeds expanded as State expands them) with
+                                              its editor, revisions, memory with its history-archive,
+                                              scripts, note grants, the collections it reaches
+    /agents/<id>/task/revisions/<version>     one earlier save, diffed against the current task
+    /agents/<id>/memory/history/<name>        one archived memory version, diffed against the current
+    /agents/<id>/scripts/<name>               one script (read), with its provenance strip
+
+All store calls: store.state.get_state (the same projection as GET /api/agents/<id>/state),
+store.tasks for the editor and revisions, store.memory, store.scripts and store.grants. An agent of
+another organisation answers 404 (store.agents.load_agent).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+
+from store import grants, memory, notes, orgs, scripts, tasks
+from store import state as state_view
+from store.agents import Agent, load_agent
+from store.errors import Invalid, NotFound, PreconditionFailed, TooLarge
+from web.errors import status_of
+from web.notes import diff_lines, embed_list, provenance, render_markdown
+from web.security import db, login_required, principal
+
+bp = Blueprint("agents", __name__)
+
+DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
+        "unchanged": "Nothing changed, so nothing was saved."}
+
+
+EMBED_CHOICES = 1000  # paths offered by the task editor's Insert box
+
+
+def embed_choices(conn: Any, agent: Agent, reach: list[tuple[Any, str]]) -> list[str]:
+    """What the task editor offers to embed: the agent's, its guild's and the organisation's notes,
+    then the tables it reaches (the spec's Insert note and Insert table)."""
+    paths = [n["display_path"] for level, owner in (("agent", agent.id), ("guild", agent.guild_id), ("org", None))
+             for n in notes.list_notes(conn, agent.org_id, level, owner)]
+    return paths + [c.display_path for c, _mode in reach]
+
+
+def _agent(conn: Any, agent_id: int) -> Agent:
+    return load_agent(conn, agent_id, principal().org_ids)
+
+
+def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, editor_version: int | None = None,
+          **extra: Any) -> ResponseReturnValue:
+    with db().connection() as conn:
+        agent = _agent(conn, agent_id)
+        st = state_view.get_state(conn, agent)
+        revisions = tasks.task_revisions(conn, agent.org_id, agent.id)
+        history = memory.list_history(conn, agent.org_id, agent.id)
+        script_rows = scripts.list_scripts(conn, agent.org_id, agent.id)
+        reach = grants.granted_collections(conn, agent)
+        task_strip = provenance(conn, st["task"]["display_path"])
+        memory_strip = provenance(conn, st["memory"]["display_path"], param="mpage")
+        task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
+        choices = embed_choices(conn, agent, reach)
+        guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
+                      if g["id"] == agent.guild_id), None)
+    task = st["task"]
+    return render_template(
+        "agents/state.html", nav="notes", agent=agent, guild=guild, st=st, task=task,
+        task_html=render_markdown(task["text"]), task_embeds=task_embeds,
+        memory_html=render_markdown(st["memory"]["content"]), revisions=revisions, history=history,
+        scripts=script_rows, collections=reach, task_strip=task_strip, memory_strip=memory_strip,
+        editor_text=task["raw"] if editor_text is None else editor_text,
+        editor_version=task["version"] if editor_version is None else editor_version,
+        embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
+        task_page_url=lambda n: url_for("agents.state", agent_id=agent.id, hpage=n),
+        memory_page_url=lambda n: url_for("agents.state", agent_id=agent.id, mpage=n),
+        done=DONE.get(request.args.get("done", "")), **extra), status
+
+
+@bp.get("/agents/<int:agent_id>")
+@login_required
+def state(agent_id: int) -> ResponseReturnValue:
+    return _page(agent_id)
+
+
+def _version_field() -> int:
+    raw = request.form.get("version", "").strip()
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
+        msg = "the form did not say which version of the task the editor started from; reload and try again"
+        raise Invalid(msg, [f"version: a whole number; got {raw!r}"])
+    return int(raw)
+
+
+@bp.post("/agents/<int:agent_id>/task")
+@login_required
+def save_task(agent_id: int) -> ResponseReturnValue:
+    text = request.form.get("task", "").replace("\r\n", "\n")
+    opened = _version_field()
+    try:
+        with db().transaction() as conn:
+            agent = _agent(conn, agent_id)
+            current = tasks.read_task(conn, agent.org_id, agent.id)
+            if current["version"] == opened and current["task"] == text:
+                return redirect(url_for("agents.state", agent_id=agent_id, done="unchanged") + "#task")
+            tasks.write_task(conn, agent.org_id, agent.id, text, principal().actor, if_version=opened)
+    except PreconditionFailed:
+        with db().connection() as conn:
+            agent = _agent(conn, agent_id)
+            theirs = tasks.read_task(conn, agent.org_id, agent.id)
+        conflict = {"opened": opened, "mine": text, "theirs": theirs,
+                    "diff": diff_lines(theirs["task"], text, old_name=f"current (v{theirs['version']})",
+                                       new_name=f"yours (from v{opened})")}
+        return _page(agent_id, status=409, editor_text=text, editor_version=theirs["version"], conflict=conflict)
+    except (Invalid, TooLarge) as exc:
+        return _page(agent_id, status=status_of(exc), editor_text=text, editor_version=opened,
+                     error=exc.message.split("\n")[0], problems=exc.problems)
+    return redirect(url_for("agents.state", agent_id=agent_id, done="saved") + "#task")
+
+
+@bp.get("/agents/<int:agent_id>/task/revisions/<int:version>")
+@login_required
+def task_revision(agent_id: int, version: int) -> ResponseReturnValue:
+    with db().connection() as conn:
+        agent = _agent(conn, agent_id)
+        current = tasks.read_task(conn, agent.org_id, agent.id)
+        revisions = tasks.task_revisions(conn, agent.org_id, agent.id)
+    revision = next((r for r in revisions if r["version"] == version), None)
+    if revision is None:
+        raise NotFound(f"unknown revision {version} of {current['display_path']}: the task keeps its "
+                       f"{tasks.MAX_REVISIONS} most recent earlier saves")
+    lines = diff_lines(revision["task"], current["task"], old_name=f"revision v{version}",
+                       new_name=f"current v{current['version']}")
+    return render_template("agents/revision.html", nav="notes", agent=agent, revision=revision, current=current,
+                           diff_rows=lines, revisions=revisions)
+
+
+@bp.get("/agents/<int:agent_id>/memory/history/<name>")
+@login_required
+def memory_version(agent_id: int, name: str) -> ResponseReturnValue:
+    with db().connection() as conn:
+        agent = _agent(conn, agent_id)
+        old = memory.read_history(conn, agent.org_id, agent.id, name)
+        current = memory.read_memory(conn, agent.org_id, agent.id)
+    current_text = current["content"] if current else ""
+    lines = diff_lines(old["content"] or "", current_text, old_name=name,
+                       new_name=f"memory.md (v{current['version'] if current else 0})")
+    return render_template("agents/memory_version.html", nav="notes", agent=agent, old=old, current=current,
+                           diff_rows=lines, html=render_markdown(old["content"] or ""))
+
+
+@bp.get("/agents/<int:agent_id>/scripts/<name>")
+@login_required
+def script(agent_id: int, name: str) -> ResponseReturnValue:
+    with db().connection() as conn:
+        agent = _agent(conn, agent_id)
+        row = scripts.get_script(conn, agent.org_id, agent.id, name)
+        if row is None:
+            raise NotFound(f"unknown script {name} of agent {agent.name}")
+        strip = provenance(conn, row["display_path"])
+    return render_template("agents/script.html", nav="notes", agent=agent, script=row, provenance=strip,
+                           page_url=lambda hpage: url_for("agents.script", agent_id=agent.id, name=name, hpage=hpage))

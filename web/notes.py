@@ -1,0 +1,420 @@
+"""The notes browser: the organisation's scopes side by side (the organisation, each guild, each
+agent), a note rendered with its embeds expanded as State expands them, its editor, new, rename
+and delete, and the provenance strip with its paged History.
+
+Every rule is the store's: reads through store.notes and store.files (the same functions the
+/api/file-changes routes use), saves through store.notes.write_note with the version the editor
+started from (so a save over a newer version is refused, never a silent overwrite), and renames
+and deletes through the Host tree, exactly as a WebDAV client's (the embed refusal, dead
+properties and locks follow the note). A note's URL is its display path: /notes/org/1/plan.md.
+"""
+from __future__ import annotations
+
+import difflib
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from flask import Blueprint, abort, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from store import embeds, files, notes, orgs
+from store.errors import AlreadyExists, Embedded, Invalid, NotANote, NotFound, PreconditionFailed, StoreError, TooLarge
+from store.host import HostTree
+from store.paths import Target, nfc, note_path, parse
+from web.errors import status_of
+from web.security import db, login_required, principal, session
+
+bp = Blueprint("notes", __name__)
+
+HISTORY_PER_PAGE = 20
+SCOPE_PREVIEW = 100               # notes listed per scope on the overview; the scope's own page lists all
+NEW_WITHIN = timedelta(days=1)    # a note created this recently is marked new
+REMOVED_WITHIN = timedelta(days=7)  # a note deleted or moved away this recently is listed as deleted
+DONE = {"saved": "Saved.", "created": "Note created.", "renamed": "Renamed.", "deleted": "Note deleted.",
+        "unchanged": "Nothing changed, so nothing was saved."}
+
+# Raw HTML off: a note cannot inject markup into the operator's page. Tables as in GitHub Markdown.
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def render_markdown(text: str) -> Markup:
+    """Markdown as safe HTML (raw HTML is shown as text; markdown-it refuses javascript: links)."""
+    return Markup(_MD.render(text))
+
+
+def diff_lines(old: str, new: str, *, old_name: str, new_name: str) -> list[tuple[str, str]]:
+    """A unified diff as (kind, line) pairs, kind one of head, hunk, add, del, same; the template
+    escapes every line."""
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm=""):
+        if line.startswith(("---", "+++")):
+            kind = "head"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "same"
+        out.append((kind, line))
+    return out
+
+
+def human_size(size: int | None) -> str:
+    size = int(size or 0)
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"
+
+
+@bp.app_template_filter("short_when")
+def _short_when(value: Any) -> str:
+    """A listing's timestamp, short as file managers show it (UTC; the full time is in the title):
+    the time for today, day and month this year, else the date."""
+    if not isinstance(value, datetime):
+        return ""
+    value, now = value.astimezone(timezone.utc), datetime.now(timezone.utc)
+    if value.date() == now.date():
+        return value.strftime("%H:%M")
+    return value.strftime("%d %b %H:%M") if value.year == now.year else value.strftime("%Y-%m-%d")
+
+
+@bp.app_template_filter("filesize")
+def _size_filter(size: int | None) -> str:
+    return human_size(size)
+
+
+# --- where a URL points -----------------------------------------------------------------------------
+
+def note_target(display_path: str) -> Target:
+    """The note a URL names, or NotFound (another organisation's path reads as unknown). The
+    standing task and memory live on the agent's page, so their paths go there."""
+    target = parse(display_path)
+    principal().require_org(target.org_id, f"note {display_path}")
+    if target.family in ("task", "memory"):
+        abort(redirect(url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"))
+    if target.family != "note":
+        raise NotFound(f"unknown note {display_path}: the notes browser shows notes; scripts and memory are on "
+                       "the agent's page, records on the Databases page")
+    return target
+
+
+def note_url(display_path: str, **args: Any) -> str:
+    return url_for("notes.note", display_path=display_path, **args)
+
+
+def task_links(task_paths: list[str]) -> list[dict[str, Any]]:
+    """Each embedding task as a link to its agent's page (the task editor)."""
+    out = []
+    for path in task_paths:
+        try:
+            agent_id = parse(path).owner_id
+        except StoreError:
+            continue
+        out.append({"path": path, "url": url_for("agents.state", agent_id=agent_id) + "#task"})
+    return out
+
+
+# --- scopes -----------------------------------------------------------------------------------------
+
+def _scope_key(level: str, owner_id: int | None) -> str:
+    return "org" if level == "org" else f"{level}-{owner_id}"
+
+
+def parse_scope(raw: str, directory: dict[str, list[dict[str, Any]]]) -> tuple[str, int | None]:
+    """(level, owner_id) from a scope key (org, guild-<id>, agent-<id>) of this organisation, or
+    Invalid saying what a scope is."""
+    raw = (raw or "").strip()
+    if raw == "org":
+        return "org", None
+    level, _, ident = raw.partition("-")
+    known = {"guild": {g["id"] for g in directory["guilds"]}, "agent": {a["id"] for a in directory["agents"]}}
+    if level in known and ident.isascii() and ident.isdigit() and len(ident) < 19 and int(ident) in known[level]:
+        return level, int(ident)
+    msg = f"scope {raw!r} is not one of this organisation's scopes: choose the organisation, a guild or an agent"
+    raise Invalid(msg, [f"scope: {msg}"])
+
+
+def scopes(conn: Any, org_id: int) -> list[dict[str, Any]]:
+    """The organisation's scopes in order (organisation, guilds, agents), each with its live notes
+    and its recently removed ones. A fixed number of queries, whatever the number of notes."""
+    p = principal()
+    directory = orgs.directory(conn, p, org_id)
+    live = notes.list_org_notes(conn, org_id)
+    removed = files.removed_notes(conn, p.org_ids, org_id, since=datetime.now(timezone.utc) - REMOVED_WITHIN)
+    guild_names = {g["id"]: g["name"] for g in directory["guilds"]}
+    out = [{"key": "org", "level": "org", "owner_id": None, "title": "Organisation", "agent_id": None,
+            "prefix": f"org/{org_id}/", "subtitle": "shared with every agent that reads organisation notes"}]
+    for g in directory["guilds"]:
+        out.append({"key": f"guild-{g['id']}", "level": "guild", "owner_id": g["id"], "title": g["name"],
+                    "agent_id": None, "prefix": f"org/{org_id}/guilds/{g['id']}/", "subtitle": "guild"})
+    for a in directory["agents"]:
+        out.append({"key": f"agent-{a['id']}", "level": "agent", "owner_id": a["id"], "title": a["name"],
+                    "agent_id": a["id"], "prefix": f"org/{org_id}/agents/{a['id']}/",
+                    "subtitle": f"agent of {guild_names.get(a['guild_id'], 'guild ' + str(a['guild_id']))}"})
+    by_key = {s["key"]: s for s in out}
+    for s in out:
+        s["notes"], s["removed"] = [], []
+    now = datetime.now(timezone.utc)
+    for n in live:
+        owner = n["guild_id"] if n["level"] == "guild" else n["agent_id"] if n["level"] == "agent" else None
+        scope = by_key.get(_scope_key(n["level"], owner))
+        if scope is not None:
+            scope["notes"].append({**n, "new": now - n["created_at"] < NEW_WITHIN})
+    for r in removed:
+        scope = by_key.get(_scope_key(r["level"], r["owner_id"]))
+        if scope is not None:
+            scope["removed"].append(r)
+    return out
+
+
+@bp.get("/notes")
+@login_required
+def index() -> ResponseReturnValue:
+    org_id = session().org_id
+    only = request.args.get("scope", "").strip()
+    with db().connection() as conn:
+        all_scopes = scopes(conn, org_id)
+    shown = [s for s in all_scopes if s["key"] == only] if only else all_scopes
+    if only and not shown:
+        raise NotFound(f"unknown scope {only}: choose the organisation, one of its guilds or one of its agents")
+    return render_template("notes/index.html", nav="notes", scopes=shown, single=bool(only),
+                           preview=None if only else SCOPE_PREVIEW, total=sum(len(s["notes"]) for s in all_scopes),
+                           done=DONE.get(request.args.get("done", "")))
+
+
+# --- new note ---------------------------------------------------------------------------------------
+
+def _key_from(raw: str) -> str:
+    """The note key for what was typed: the name as given, with .md added when it has no
+    extension (a convenience of the form; the store's key rule decides the rest)."""
+    name = nfc(raw.strip())
+    return name if not name or "." in name.rsplit("/", 1)[-1] else name + ".md"
+
+
+def _scope_choices(conn: Any, org_id: int, directory: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    directory = directory or orgs.directory(conn, principal(), org_id)
+    return ([("org", "The organisation")] + [(f"guild-{g['id']}", f"Guild: {g['name']}") for g in directory["guilds"]]
+            + [(f"agent-{a['id']}", f"Agent: {a['name']}") for a in directory["agents"]])
+
+
+@bp.get("/notes/new")
+@login_required
+def new_note() -> ResponseReturnValue:
+    with db().connection() as conn:
+        choices = _scope_choices(conn, session().org_id)
+    form = {"scope": request.args.get("scope", "org"), "name": "", "content": ""}
+    return render_template("notes/new.html", nav="notes", form=form, choices=choices, error=None, problems=[])
+
+
+@bp.post("/notes/new")
+@login_required
+def create_note() -> ResponseReturnValue:
+    org_id = session().org_id
+    form = {k: request.form.get(k, "") for k in ("scope", "name", "content")}
+    content = form["content"].replace("\r\n", "\n")
+    try:
+        with db().transaction() as conn:
+            level, owner_id = parse_scope(form["scope"], orgs.directory(conn, principal(), org_id))
+            row = notes.write_note(conn, org_id, level, owner_id, _key_from(form["name"]), content,
+                                   principal().actor, create_only=True)
+    except (Invalid, AlreadyExists, TooLarge) as exc:
+        with db().connection() as conn:
+            choices = _scope_choices(conn, org_id)
+        return render_template("notes/new.html", nav="notes", form=form, choices=choices,
+                               error=exc.message.split("\n")[0], problems=exc.problems), status_of(exc)
+    return redirect(note_url(row["display_path"], done="created"))
+
+
+# --- a note -----------------------------------------------------------------------------------------
+
+def _hpage(param: str = "hpage") -> int:
+    raw = request.args.get(param, "1")
+    return max(1, min(int(raw), 10**5)) if raw.isascii() and raw.isdigit() and len(raw) < 7 else 1
+
+
+def provenance(conn: Any, display_path: str, *, param: str = "hpage") -> dict[str, Any]:
+    """The strip: the latest change and one page of History (newest first), from the same store
+    functions as /api/file-changes and /api/file-changes/latest. ``param`` is the query parameter
+    holding the History's page (two strips on one page page separately).
+
+    A page is cut from the newest ``page * HISTORY_PER_PAGE + 1`` changes, so paging reaches back
+    files.MAX_HISTORY changes. files.history answers with the rows, or (main since issue 11, paged
+    with a before cursor) {"changes": rows, "has_more": ...}: either is read, so this survives the
+    merge in any order."""
+    page = min(_hpage(param), (files.MAX_HISTORY - 1) // HISTORY_PER_PAGE)
+    org_ids = principal().org_ids
+    got = files.history(conn, org_ids, display_path, limit=page * HISTORY_PER_PAGE + 1)
+    rows = got["changes"] if isinstance(got, dict) else got
+    start = (page - 1) * HISTORY_PER_PAGE
+    return {"latest": files.latest(conn, org_ids, [display_path]).get(display_path),
+            "history": rows[start:start + HISTORY_PER_PAGE], "page": page,
+            "more": len(rows) > page * HISTORY_PER_PAGE, "open": param in request.args,
+            "per_page": HISTORY_PER_PAGE}
+
+
+def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
+    """The paths a text embeds, each with a link when it is a note of this organisation."""
+    out = []
+    for path in embeds.find_embeds(text):
+        entry: dict[str, Any] = {"path": path, "url": None}
+        try:
+            target = parse(path)
+        except StoreError:
+            target = None
+        if target is not None and target.org_id == org_id:
+            if target.family == "note":
+                entry["url"] = note_url(path)
+            elif target.family in ("task", "memory"):
+                entry["url"] = url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"
+        out.append(entry)
+    return out
+
+
+def _scope_title(target: Target, directory: dict[str, Any]) -> tuple[str, str]:
+    """(title, scope key) of the note's scope, for the breadcrumb; NotFound for an owner that is
+    not of the organisation."""
+    if target.level == "org":
+        return "Organisation", "org"
+    group = directory["guilds"] if target.level == "guild" else directory["agents"]
+    name = next((x["name"] for x in group if x["id"] == target.owner_id), None)
+    if name is None:
+        raise NotFound(f"unknown {target.level} {target.owner_id}")
+    return name, _scope_key(target.level, target.owner_id)
+
+
+def _note_page(target: Target, *, status: int = 200, editor_text: str | None = None,
+               editor_version: int | None = None, **extra: Any) -> ResponseReturnValue:
+    """The note page: rendered view, editor, strip. ``editor_text`` keeps what the person typed
+    after a refusal; ``extra`` carries the refusal (error, conflict, embedded)."""
+    with db().connection() as conn:
+        directory = orgs.directory(conn, principal(), target.org_id)
+        title, scope_key = _scope_title(target, directory)
+        row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+        if row is None and not extra.get("conflict"):
+            raise NotFound(f"unknown note {target.path}: there is no live note with that display path "
+                           "(it may have been deleted or renamed)")
+        content = row["content"] or "" if row else ""
+        rendered = render_markdown(embeds.expand_embeds(conn, target.org_id, content))
+        links = embed_list(conn, target.org_id, content)
+        strip = provenance(conn, target.path)
+        used_by = task_links(embeds.embedding_tasks(conn, target.path)) if row else []
+        choices = _scope_choices(conn, target.org_id, directory)
+    return render_template(
+        "notes/note.html", nav="notes", target=target, note=row, rendered=rendered, embed_links=links,
+        provenance=strip, scope_title=title, scope_key=scope_key, used_by=used_by, choices=choices,
+        editor_text=content if editor_text is None else editor_text,
+        editor_version=(row["version"] if row else 0) if editor_version is None else editor_version,
+        page_url=lambda hpage: note_url(target.path, hpage=hpage),
+        done=DONE.get(request.args.get("done", "")), **extra), status
+
+
+@bp.get("/notes/<path:display_path>")
+@login_required
+def note(display_path: str) -> ResponseReturnValue:
+    return _note_page(note_target(display_path))
+
+
+def _version_field() -> int:
+    raw = request.form.get("version", "").strip()
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
+        msg = ("the form did not say which version the editor started from (field version); "
+               "reload the note and make the change again")
+        raise Invalid(msg, [f"version: a whole number; got {raw!r}"])
+    return int(raw)
+
+
+@bp.post("/notes/<path:display_path>")
+@login_required
+def save(display_path: str) -> ResponseReturnValue:
+    target = note_target(display_path)
+    # Browsers send a textarea's lines with CRLF; notes are stored with LF as editors write them.
+    text = request.form.get("content", "").replace("\r\n", "\n")
+    opened = _version_field()
+    try:
+        with db().transaction() as conn:
+            current = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+            if current is not None and current["version"] == opened and (current["content"] or "") == text:
+                return redirect(note_url(target.path, done="unchanged"))
+            notes.write_note(conn, target.org_id, target.level, target.owner_id, target.name, text,
+                             principal().actor, if_version=opened)
+    except PreconditionFailed:
+        # Somebody saved meanwhile (or deleted the note): nothing was written. Show both versions
+        # and keep what was typed, based on the newest version, so a second Save is a choice.
+        with db().connection() as conn:
+            theirs = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+        theirs_text = (theirs["content"] or "") if theirs else ""
+        conflict = {"opened": opened, "mine": text, "theirs": theirs,
+                    "diff": diff_lines(theirs_text, text, old_name=f"current (v{theirs['version'] if theirs else 0})",
+                                       new_name=f"yours (from v{opened})")}
+        return _note_page(target, status=409, editor_text=text,
+                          editor_version=theirs["version"] if theirs else 0, conflict=conflict)
+    except (Invalid, TooLarge) as exc:
+        return _note_page(target, status=status_of(exc), editor_text=text, editor_version=opened,
+                          error=exc.message.split("\n")[0], problems=exc.problems)
+    return redirect(note_url(target.path, done="saved"))
+
+
+# --- rename and delete (through the Host tree, as a WebDAV client's MOVE and DELETE) ----------------------
+
+def _tree() -> HostTree:
+    return HostTree(db(), principal())
+
+
+@bp.post("/notes/rename/<path:display_path>")
+@login_required
+def rename(display_path: str) -> ResponseReturnValue:
+    target = note_target(display_path)
+    raw_name = request.form.get("name", "")
+    try:
+        with db().connection() as conn:
+            level, owner_id = parse_scope(request.form.get("scope", _scope_key(target.level, target.owner_id)),
+                                          orgs.directory(conn, principal(), target.org_id))
+        key = _key_from(raw_name)
+        if not key:
+            msg = "type the note's new name, such as plan.md"
+            raise Invalid(msg, [f"name: {msg}"])
+        new_path = note_path(target.org_id, level, owner_id, key)  # type: ignore[arg-type]
+        if new_path == target.path:
+            return redirect(note_url(target.path, done="unchanged"))
+        _tree().move(target.path, new_path, overwrite=False)
+    except Embedded as exc:
+        return _note_page(target, status=409, embedded={"message": exc.message, "tasks": task_links(exc.tasks)},
+                          rename_name=raw_name)
+    except (Invalid, NotANote, AlreadyExists) as exc:
+        return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems,
+                          rename_name=raw_name)
+    return redirect(note_url(new_path, done="renamed"))
+
+
+@bp.get("/notes/delete/<path:display_path>")
+@login_required
+def confirm_delete(display_path: str) -> ResponseReturnValue:
+    target = note_target(display_path)
+    with db().connection() as conn:
+        row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+        if row is None:
+            raise NotFound(f"unknown note {target.path}: there is no live note with that display path")
+        used_by = task_links(embeds.embedding_tasks(conn, target.path))
+    return render_template("notes/delete.html", nav="notes", target=target, note=row, used_by=used_by,
+                           embedded=None)
+
+
+@bp.post("/notes/delete/<path:display_path>")
+@login_required
+def delete(display_path: str) -> ResponseReturnValue:
+    target = note_target(display_path)
+    try:
+        _tree().delete(target.path)
+    except Embedded as exc:
+        with db().connection() as conn:
+            row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+        return render_template("notes/delete.html", nav="notes", target=target, note=row, used_by=[],
+                               embedded={"message": exc.message, "tasks": task_links(exc.tasks)}), 409
+    scope = _scope_key(target.level, target.owner_id)
+    return redirect(url_for("notes.index", done="deleted") + f"#scope-{scope}")
