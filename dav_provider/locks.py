@@ -61,7 +61,7 @@ class PgLockStorage:
 
     def clear(self) -> None:
         with self.db.transaction() as conn:
-            conn.execute("DELETE FROM path_leases")
+            leases.clear_all(conn)
         reset_request_cache()
 
     def _to_lock(self, lease: dict[str, Any]) -> dict[str, Any]:
@@ -135,11 +135,6 @@ class PgLockStorage:
         return out
 
 
-# Advisory-lock key (pg_advisory_lock's one-bigint form) under which LOCK requests are granted,
-# so two gateway processes cannot both grant an exclusive lock on one path: "DAVLOCK".
-_ACQUIRE_KEY = 0x4441564C4F434B
-
-
 class HostLockManager(LockManager):
     """WsgiDAV's LockManager, granting locks one at a time across gateway processes, with RFC
     4918's rule for shared locks.
@@ -154,14 +149,9 @@ class HostLockManager(LockManager):
     root needs the token of one of them, held by the same principal."""
 
     def acquire(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        db = self.storage.db
-        with db.connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (_ACQUIRE_KEY,))
-            try:
-                reset_request_cache()
-                return super().acquire(**kwargs)
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_ACQUIRE_KEY,))
+        with leases.one_grant_at_a_time(self.storage.db):
+            reset_request_cache()
+            return super().acquire(**kwargs)
 
     def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
         errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)

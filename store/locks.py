@@ -6,12 +6,14 @@ lazily. The Host tree clears a node's leases when the node is deleted or moved a
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from store.db import Conn, like_escape
+from store.db import Conn, Database, like_escape
 
 Lease = dict[str, Any]
 
@@ -78,6 +80,28 @@ def clear(conn: Conn, path: str) -> int:
     """Drop the leases on ``path`` and below it (the node went away)."""
     return conn.execute("DELETE FROM path_leases WHERE path = %s OR path LIKE %s",
                         (path, _like_prefix(path))).rowcount
+
+
+def clear_all(conn: Conn) -> int:
+    """Drop every lease of the store (WebDAV's lock storage ``clear``)."""
+    return conn.execute("DELETE FROM path_leases").rowcount
+
+
+# The advisory lock key under which leases are granted ("DAVLOCK").
+_GRANT_KEY = 0x4441564C4F434B
+
+
+@contextmanager
+def one_grant_at_a_time(db: Database) -> Iterator[None]:
+    """Hold the store-wide grant lock: a front end deciding whether a new lease conflicts with the
+    live ones reads and writes under it, so two gateway processes cannot both grant conflicting
+    leases in the same moment. Held on a connection of its own, for the decision only."""
+    with db.connection() as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_GRANT_KEY,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_GRANT_KEY,))
 
 
 def purge(conn: Conn) -> int:
