@@ -283,3 +283,19 @@ def test_values_are_shown_as_text_never_as_markup_or_formulas(server: RunningSer
     rows = list(csv.DictReader(io.StringIO(s.get(f"{server.url}/databases/{people['id']}/export.csv")
                                            .content.decode("utf-8-sig"))))
     assert rows[0]["city"].startswith("'=HYPERLINK")
+
+
+def test_a_records_history_pages_back_to_its_creation(boot, people, operator, server) -> None:
+    """History under a record expands the full change list, a page at a time (the store's cursor)."""
+    base = f"{server.url}/api/collections/{people['id']}/records"
+    ok(operator.post(base, json={"body": {"name": "Ada Lovelace", "age": 0}}), 201)
+    for age in range(1, 30):
+        ok(operator.patch(f"{base}/1", json={"body": {"age": age}}))
+    s = web_login(server, boot["email"], boot["password"])
+    page = s.get(f"{server.url}/databases/{people['id']}/records/1")
+    assert page.status_code == 200 and page.text.count('<span class="op">update</span>') >= 20
+    assert 'rel="next"' in page.text and "<span class=\"op\">create</span>" not in page.text.split("<details")[1]
+    older = page.text.split('rel="next"')[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    last = s.get(server.url + older)
+    assert last.status_code == 200 and 'rel="first"' in last.text and 'rel="next"' not in last.text
+    assert '<span class="op">create</span>' in last.text.split("<details")[1]

@@ -249,11 +249,35 @@ def test_history_is_paged(boot, server, service, operator, db) -> None:
     s = web_login(server, boot["email"], boot["password"])
     first = s.get(f"{server.url}/notes/{path}")
     assert first.status_code == 200 and first.text.count("<td>update</td>") == 20 and 'rel="next"' in first.text
-    second = s.get(f"{server.url}/notes/{path}", params={"hpage": 2})
+    older = re.search(r'<a href="([^"]+)" rel="next">', first.text).group(1).replace("&amp;", "&")
+    second = s.get(server.url + older)
     assert second.text.count("<td>update</td>") == 2 and second.text.count("<td>create</td>") == 1
-    assert 'rel="prev"' in second.text and 'rel="next"' not in second.text and "changes 21–23" in second.text
+    assert 'rel="first"' in second.text and 'rel="next"' not in second.text
     api = changes(operator, server, path)
     assert len(api) == 23 and api[20]["version"] == 3
+
+
+def test_history_reaches_the_first_change_of_a_long_list(boot, server, service, db) -> None:
+    """History expands the FULL change list (spec: File provenance): Older follows the store's
+    cursor to the create, however many changes came after it."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/long.md"
+    write(server, service, agent, "org", "long.md", "first\n")
+    with db.transaction() as conn:  # 1 200 later saves, seeded as their provenance rows
+        conn.execute("""INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_name)
+                        SELECT %s, %s, 'update', g, 'user', 'seed' FROM generate_series(2, 1201) AS g""", (org, path))
+    s = web_login(server, boot["email"], boot["password"])
+    url, seen, pages = f"/notes/{path}", 0, 0
+    while True:
+        page = s.get(server.url + url)
+        assert page.status_code == 200
+        seen += page.text.count("<td>update</td>") + page.text.count("<td>create</td>")
+        pages += 1
+        m = re.search(r'<a href="([^"]+)" rel="next">', page.text)
+        if m is None:
+            break
+        url = m.group(1).replace("&amp;", "&")
+    assert seen == 1201 and "<td>create</td>" in page.text and pages == 61
 
 
 def test_other_organisations_and_forms_without_the_token(boot, server, db) -> None:

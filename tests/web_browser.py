@@ -22,6 +22,9 @@ import requests
 from tests.conftest import RunningServer
 
 SHOTS = Path(__file__).resolve().parent / "screenshots"
+# How long a page may take to arrive: a deadline, not a figure. Generous, because the suite's
+# other tests (real mounts, PostgreSQL) share the two cores with Chromium.
+WAIT = 30.0
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
@@ -132,11 +135,11 @@ class Browser:
                 el.clear()
                 el.send_keys(value)
 
-    def wait(self, condition: Any, timeout: float = 10) -> Any:
+    def wait(self, condition: Any, timeout: float = WAIT) -> Any:
         from selenium.webdriver.support.ui import WebDriverWait
         return WebDriverWait(self.driver, timeout).until(condition)
 
-    def wait_for(self, css: str, timeout: float = 10) -> Any:
+    def wait_for(self, css: str, timeout: float = WAIT) -> Any:
         return self.wait(lambda d: d.find_element(self.By.CSS_SELECTOR, css), timeout)
 
     def text(self) -> str:

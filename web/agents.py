@@ -57,7 +57,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         script_rows = scripts.list_scripts(conn, agent.org_id, agent.id)
         reach = grants.granted_collections(conn, agent)
         task_strip = provenance(conn, st["task"]["display_path"])
-        memory_strip = provenance(conn, st["memory"]["display_path"], param="mpage")
+        memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
         choices = embed_choices(conn, agent, reach)
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
@@ -71,8 +71,8 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         editor_text=task["raw"] if editor_text is None else editor_text,
         editor_version=task["version"] if editor_version is None else editor_version,
         embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
-        task_page_url=lambda n: url_for("agents.state", agent_id=agent.id, hpage=n),
-        memory_page_url=lambda n: url_for("agents.state", agent_id=agent.id, mpage=n),
+        task_page_url=lambda before: url_for("agents.state", agent_id=agent.id, hbefore=before),
+        memory_page_url=lambda before: url_for("agents.state", agent_id=agent.id, mbefore=before),
         done=DONE.get(request.args.get("done", "")), **extra), status
 
 
@@ -157,4 +157,4 @@ def script(agent_id: int, name: str) -> ResponseReturnValue:
             raise NotFound(f"unknown script {name} of agent {agent.name}")
         strip = provenance(conn, row["display_path"])
     return render_template("agents/script.html", nav="notes", agent=agent, script=row, provenance=strip,
-                           page_url=lambda hpage: url_for("agents.script", agent_id=agent.id, name=name, hpage=hpage))
+                           page_url=lambda before: url_for("agents.script", agent_id=agent.id, name=name, hbefore=before))

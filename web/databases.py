@@ -14,17 +14,17 @@ from flask import Blueprint, Response, redirect, render_template, request, url_f
 from flask.typing import ResponseReturnValue
 
 from store import collections as colls
-from store import files, orgs, records
+from store import orgs, records
 from store.collections import collection_for_member
 from store.errors import Conflict, Invalid, NotFound, StoreError
 from web import columns_form, export, live, record_form
 from web.errors import status_of
+from web.provenance import strip as provenance_strip
 from web.security import db, login_required, principal, session
 
 bp = Blueprint("databases", __name__)
 
 PER_PAGE = 50
-HISTORY_LIMIT = 200
 DONE = {"created": "Table created.", "saved": "Saved.", "added": "Record added.", "deleted": "Record deleted.",
         "cleared": "Every record was removed.", "columns": "Columns saved.", "access": "Access saved.",
         "merged": "A record with that unique value already existed: your values were merged into it.",
@@ -253,18 +253,6 @@ def delete_table(collection_id: int) -> ResponseReturnValue:
 
 # --- a record -------------------------------------------------------------------------------------
 
-def _provenance(conn: Any, display_path: str) -> dict[str, Any]:
-    """The strip's latest change and History. The newest history row is the latest change; only a
-    path without recorded changes (seeded data) asks files.latest for its last-saved facts."""
-    page = files.history(conn, principal().org_ids, display_path, limit=HISTORY_LIMIT)
-    # files.history returns the rows, or (once paged with a before cursor, on main since issue 11)
-    # {"changes": rows, "has_more": ...}: take either, so this page survives the merge.
-    history = page["changes"] if isinstance(page, dict) else page
-    latest = ({**history[0], "recorded": True} if history else
-              files.latest(conn, principal().org_ids, [display_path]).get(display_path))
-    return {"latest": latest, "history": history}
-
-
 def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *, status: int = 200,
                  by_field: dict[str, list[str]] | None = None, error: str | None = None,
                  general: list[str] | None = None, stale: dict[str, Any] | None = None,
@@ -302,7 +290,7 @@ def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError)
     """The form again, with what was typed and every problem beside its field."""
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
-        provenance = _provenance(conn, record["display_path"]) if record else None
+        provenance = provenance_strip(conn, record["display_path"]) if record else None
     by_field, general = record_form.problems_by_field(exc.problems)
     if not exc.problems:
         general = [exc.message]
@@ -319,7 +307,7 @@ def record(collection_id: int, record_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
         rec = records.get_record(conn, c, record_id)
-        provenance = _provenance(conn, rec["display_path"])
+        provenance = provenance_strip(conn, rec["display_path"])
     return _record_page(c, rec, record_form.texts_of(c.columns, rec), provenance=provenance)
 
 
@@ -350,7 +338,7 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
     except _Stale as stale:
         with db().connection() as conn:
             c = collection_for_member(conn, principal(), collection_id)
-            provenance = _provenance(conn, stale.current["display_path"])
+            provenance = provenance_strip(conn, stale.current["display_path"])
         typed = record_form.typed_of(c.columns, request.form)
         mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
                 if record_form.changed(col, typed[col["name"]], stale.current.get(col["name"]))]

@@ -24,11 +24,11 @@ from store.errors import AlreadyExists, Embedded, Invalid, NotANote, NotFound, P
 from store.host import HostTree
 from store.paths import Target, nfc, note_path, parse
 from web.errors import status_of
+from web.provenance import strip as provenance
 from web.security import db, login_required, principal, session
 
 bp = Blueprint("notes", __name__)
 
-HISTORY_PER_PAGE = 20
 SCOPE_PREVIEW = 100               # notes listed per scope on the overview; the scope's own page lists all
 NEW_WITHIN = timedelta(days=1)    # a note created this recently is marked new
 REMOVED_WITHIN = timedelta(days=7)  # a note deleted or moved away this recently is listed as deleted
@@ -233,31 +233,6 @@ def create_note() -> ResponseReturnValue:
 
 # --- a note -----------------------------------------------------------------------------------------
 
-def _hpage(param: str = "hpage") -> int:
-    raw = request.args.get(param, "1")
-    return max(1, min(int(raw), 10**5)) if raw.isascii() and raw.isdigit() and len(raw) < 7 else 1
-
-
-def provenance(conn: Any, display_path: str, *, param: str = "hpage") -> dict[str, Any]:
-    """The strip: the latest change and one page of History (newest first), from the same store
-    functions as /api/file-changes and /api/file-changes/latest. ``param`` is the query parameter
-    holding the History's page (two strips on one page page separately).
-
-    A page is cut from the newest ``page * HISTORY_PER_PAGE + 1`` changes, so paging reaches back
-    files.MAX_HISTORY changes. files.history answers with the rows, or (main since issue 11, paged
-    with a before cursor) {"changes": rows, "has_more": ...}: either is read, so this survives the
-    merge in any order."""
-    page = min(_hpage(param), (files.MAX_HISTORY - 1) // HISTORY_PER_PAGE)
-    org_ids = principal().org_ids
-    got = files.history(conn, org_ids, display_path, limit=page * HISTORY_PER_PAGE + 1)
-    rows = got["changes"] if isinstance(got, dict) else got
-    start = (page - 1) * HISTORY_PER_PAGE
-    return {"latest": files.latest(conn, org_ids, [display_path]).get(display_path),
-            "history": rows[start:start + HISTORY_PER_PAGE], "page": page,
-            "more": len(rows) > page * HISTORY_PER_PAGE, "open": param in request.args,
-            "per_page": HISTORY_PER_PAGE}
-
-
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     """The paths a text embeds, each with a link when it is a note of this organisation."""
     out = []
@@ -310,7 +285,7 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
         provenance=strip, scope_title=title, scope_key=scope_key, used_by=used_by, choices=choices,
         editor_text=content if editor_text is None else editor_text,
         editor_version=(row["version"] if row else 0) if editor_version is None else editor_version,
-        page_url=lambda hpage: note_url(target.path, hpage=hpage),
+        page_url=lambda before: note_url(target.path, hbefore=before),
         done=DONE.get(request.args.get("done", "")), **extra), status
 
 
