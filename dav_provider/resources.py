@@ -9,7 +9,7 @@ import io
 import tempfile
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
@@ -17,9 +17,6 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 from dav_provider.errors import dav_error, internal_error
 from store.errors import StoreError
 from store.host import HostTree, Node
-
-if TYPE_CHECKING:
-    from dav_provider.provider import HostDAVProvider
 
 T = TypeVar("T")
 NODES = "hostfinder.nodes"
@@ -109,10 +106,6 @@ class FolderResource(_Common, DAVCollection):
         DAVCollection.__init__(self, path, environ)
         self.node = node
         self._members: list[Node] | None = None
-
-    @property
-    def provider_(self) -> HostDAVProvider:
-        return self.provider  # type: ignore[return-value]
 
     def _list(self) -> list[Node]:
         if self._members is None:

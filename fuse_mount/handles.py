@@ -9,7 +9,7 @@ mount process dies before that, nothing was written: the store never sees half a
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -34,7 +34,6 @@ class OpenFile:
     orphaned: bool = False
     # The last Node the store gave for this file (stat at open, or the commit's result).
     node: Any = None
-    commits: int = field(default=0)
 
     @property
     def size(self) -> int:

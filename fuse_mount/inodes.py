@@ -90,9 +90,6 @@ class InodeTable:
         # A bound inode keeps its number (stable while mounted); a detached one can go now.
         self._detached.pop(ino, None)
 
-    def lookup_count(self, ino: int) -> int:
-        return self._lookups.get(ino, 0)
-
     # -- changes to the tree ---------------------------------------------------------------
 
     def remove(self, path: str) -> int | None:

@@ -337,7 +337,6 @@ class HostOperations(pyfuse3.Operations):
             raise
         handle.dirty = handle.wrote = handle.new = False
         handle.node = node
-        handle.commits += 1
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
             if other is not handle and not other.dirty:

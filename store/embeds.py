@@ -175,16 +175,6 @@ def private_embed_problems(org_id: int, paths: Iterable[str]) -> list[str]:
     return out
 
 
-def embedding_tasks_many(conn: Conn, display_paths: Iterable[str]) -> dict[str, list[str]]:
-    """``embedding_tasks`` for several paths: path -> embedding task paths (only paths that have some)."""
-    out: dict[str, list[str]] = {}
-    for path in display_paths:
-        tasks = embedding_tasks(conn, path)
-        if tasks:
-            out[path] = tasks
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # Expansion for State
 

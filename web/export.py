@@ -10,8 +10,9 @@ import io
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from store import records
+
 CHUNK = 500
-META = ("created_at", "updated_at", "updated_by", "version")
 # A cell a spreadsheet would run as a formula (CSV injection): shown with a leading apostrophe.
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
@@ -30,7 +31,7 @@ def _cell(value: Any) -> str:
 def csv_lines(columns: Sequence[dict[str, Any]], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     """A header row (id, the columns, then the record's facts), one row per record; UTF-8 with a
     byte-order mark so that Excel reads accents right."""
-    names = ["id", *(c["name"] for c in columns), *META]
+    names = ["id", *(c["name"] for c in columns), *records.META]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\r\n")
     writer.writerow(names)
