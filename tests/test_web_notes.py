@@ -30,26 +30,16 @@ def login(browser: Browser, boot: dict[str, Any]) -> None:
     browser.wait(lambda d: browser.path.startswith("/databases"))
 
 
-def _loaded(browser: Browser, old: Any) -> None:
-    """Wait until ``old`` (the previous page's root) is gone and the new page has loaded."""
-    from selenium.webdriver.support import expected_conditions as EC
-    browser.wait(EC.staleness_of(old))
-    browser.wait(lambda d: d.execute_script("return document.readyState") == "complete")
-
-
 def press(browser: Browser, label: str) -> None:
-    """Click the button and wait until the page it submits to has replaced this one."""
+    """Click the button (once this page has finished loading) and wait until the page it submits
+    to has replaced this one: the harness's navigate, which knows every way Chromium says "gone"."""
     browser.wait(lambda d: d.execute_script("return document.readyState") == "complete")
-    old = browser.find("html")
-    browser.button(label).click()
-    _loaded(browser, old)
+    browser.navigate(browser.button(label))
 
 
 def follow(browser: Browser, element: Any) -> None:
     """Click a link and wait until the page it opens has replaced this one."""
-    old = browser.find("html")
-    element.click()
-    _loaded(browser, old)
+    browser.navigate(element)
 
 
 def note_get(server: RunningServer, service: requests.Session, agent_id: int, path: str) -> requests.Response:
