@@ -6,6 +6,7 @@ be allowed to create databases)."""
 from __future__ import annotations
 
 import itertools
+from contextlib import contextmanager
 import os
 import shutil
 import socket
@@ -152,12 +153,21 @@ def start_gateway(db: Database, *, threads: int = 8, read_cache: bool = False) -
     return RunningServer(f"http://127.0.0.1:{port}", db, gateway), server
 
 
+@contextmanager
+def running_gateway(db: Database, **options: Any) -> Iterator[RunningServer]:
+    """``start_gateway`` for the length of a with block: stopped and closed however it ends."""
+    running, srv = start_gateway(db, **options)
+    try:
+        yield running
+    finally:
+        srv.stop()
+        running.gateway.close()
+
+
 @pytest.fixture
 def server(db: Database) -> Iterator[RunningServer]:
-    running, srv = start_gateway(db)
-    yield running
-    srv.stop()
-    running.gateway.close()
+    with running_gateway(db) as running:
+        yield running
 
 
 @pytest.fixture

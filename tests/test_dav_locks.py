@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from store.db import Database
-from tests.conftest import RunningServer, start_gateway
+from tests.conftest import RunningServer, running_gateway
 from tests.test_dav import Dav, artifact
 
 NS = {"d": "DAV:"}
@@ -28,10 +28,8 @@ PROP = (b'<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:x-t
 @pytest.fixture
 def second(db: Database) -> Iterator[RunningServer]:
     """Another gateway on the same store, as behind a load balancer."""
-    running, srv = start_gateway(db)
-    yield running
-    srv.stop()
-    running.gateway.close()
+    with running_gateway(db) as running:
+        yield running
 
 
 @pytest.fixture

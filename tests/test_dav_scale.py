@@ -13,7 +13,7 @@ from psycopg_pool import ConnectionPool
 
 from store.db import Database, _configure
 
-from tests.conftest import insert_notes, start_gateway
+from tests.conftest import insert_notes, running_gateway
 
 _LOCK = threading.Lock()
 _RUN = [0]
@@ -42,8 +42,7 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
     org, guild = boot["org_id"], boot["guild_id"]
     insert_notes(counted_db, org, "guild", guild, [f"note {i}" for i in range(1, 10_001)])
     for read_cache in (False, True):
-        running, srv = start_gateway(counted_db, threads=2, read_cache=read_cache)
-        try:
+        with running_gateway(counted_db, threads=2, read_cache=read_cache) as running:
             s = running.session(basic=(boot["email"], boot["password"]))
             base = f"{running.url}/dav/org/{org}/guilds/{guild}"
             assert s.get(base + "/n1.md").text == "note 1"  # warms the login cache
@@ -70,9 +69,6 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
             else:
                 # serve --read-cache: the listing brought the notes' bytes along in one query.
                 assert seen[-1] == 1 + 0, f"a GET after the listing ran {seen[-1]} queries"
-        finally:
-            srv.stop()
-            running.gateway.close()
 
 
 def _total(running: Any) -> int:

@@ -13,16 +13,14 @@ import pytest
 from store import tools
 from store.access import Door
 from store.filecache import FileCache
-from tests.conftest import REPO, start_gateway
+from tests.conftest import REPO, running_gateway
 
 
 @pytest.fixture
 def server(db):
     """The gateway as `serve --read-cache` runs it."""
-    running, srv = start_gateway(db, read_cache=True)
-    yield running
-    srv.stop()
-    running.gateway.close()
+    with running_gateway(db, read_cache=True) as running:
+        yield running
 
 
 def note_url(server, boot: dict[str, Any], key: str) -> str:

@@ -22,7 +22,7 @@ from gateway.postgres import EmbeddedPostgres
 from store import admin, migrations
 from store.db import Database
 from store.errors import Unavailable
-from tests.conftest import RunningServer, _test_bindir, start_gateway
+from tests.conftest import RunningServer, _test_bindir, running_gateway
 
 
 @pytest.fixture
@@ -47,12 +47,10 @@ def outage(private_pg) -> Iterator[tuple[EmbeddedPostgres, RunningServer, dict[s
     pg, url = private_pg
     db = Database(url, min_size=2, max_size=12).open()
     boot = admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
-    running, srv = start_gateway(db, threads=8)
     try:
-        yield pg, running, boot
+        with running_gateway(db, threads=8) as running:
+            yield pg, running, boot
     finally:
-        srv.stop()
-        running.gateway.close()
         db.close()
 
 

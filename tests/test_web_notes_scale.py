@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from store import admin
-from tests.conftest import insert_notes, start_gateway
+from tests.conftest import insert_notes, running_gateway
 from tests.test_dav_scale import _RUN, counted_db  # noqa: F401 - fixture
 from tests.web_browser import web_login
 
@@ -13,8 +13,7 @@ from tests.web_browser import web_login
 def test_notes_pages_run_a_bounded_number_of_queries(counted_db, boot: dict[str, Any]) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     insert_notes(counted_db, org, "guild", guild, [f"note {i}" for i in range(1, 10_001)])
-    running, srv = start_gateway(counted_db, threads=2)
-    try:
+    with running_gateway(counted_db, threads=2) as running:
         s = web_login(running, boot["email"], boot["password"])
 
         def queries(url: str) -> tuple[int, str]:
@@ -37,6 +36,3 @@ def test_notes_pages_run_a_bounded_number_of_queries(counted_db, boot: dict[str,
         state, page = queries(f"/agents/{agent}")
         assert "Scout" in page and state <= 22, state
         assert page.count("<option value=\"org/") == 1000 and "the first 1000 are offered" in page
-    finally:
-        srv.stop()
-        running.gateway.close()
