@@ -1,0 +1,293 @@
+"""The Host tree's rules, written once and run on every surface (issue 12): the tree itself, WebDAV
+and the FUSE mount (tests/rules/drivers.py). Each test sets the scene through the store, acts
+through the surface under test, and checks what a user would notice through the API and the store:
+the History (one `update` per save), the note's identity and creation time, no stray notes.
+
+A rule one surface breaks fails as test_<rule>[<surface>]."""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from store.access import Door
+from store.host import HostTree
+from tests.rules.conftest import Place, Store
+from tests.rules.drivers import Refusal, Surface
+
+CAP = 262_144  # 256 KB: the most one write may carry
+_collections = itertools.count(1)
+
+
+# --- create, read, overwrite ---------------------------------------------------------------------
+
+def test_create(surface: Surface, place: Place, store: Store) -> None:
+    path = f"{place.g}/créé.md"
+    surface.write(path, "# Créé\nfirst words\n".encode())
+    assert surface.read(path) == "# Créé\nfirst words\n".encode()
+    assert store.history(path) == [("create", 1)]
+    assert store.note(path)["content"] == "# Créé\nfirst words\n"
+    assert surface.names(place.g) == ["créé.md"] and store.notes_in(place.g) == ["créé.md"]
+
+
+def test_read(surface: Surface, place: Place, store: Store) -> None:
+    body = "# Plan\n\nship ✓\n".encode()
+    store.arrange.write(f"{place.g}/plan.md", body)
+    store.arrange.write(f"{place.a}/task.md", b"Watch the plan.\n")
+    assert surface.read(f"{place.g}/plan.md") == body
+    assert surface.read(f"{place.a}/task.md") == b"Watch the plan.\n"
+    assert surface.read(f"{place.a}/memory.md") == b""   # no memory yet: an empty file
+    assert surface.names(place.a) == ["history-archive", "memory.md", "scripts", "task.md"]
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.read(f"{place.g}/never-written.md")
+
+
+def test_overwrite_is_the_next_version_of_the_same_note(surface: Surface, place: Place, store: Store) -> None:
+    path = f"{place.g}/plan.md"
+    store.arrange.write(path, b"one\n")
+    before = store.note(path)
+    surface.write(path, b"two\n")
+    after = store.note(path)
+    assert (after["id"], after["version"], after["content"]) == (before["id"], 2, "two\n")
+    assert after["created_at"] == before["created_at"]
+    assert store.history(path) == [("create", 1), ("update", 2)]
+    assert surface.read(path) == b"two\n"
+
+
+# --- renames -------------------------------------------------------------------------------------
+
+def test_rename_to_a_free_name_keeps_the_note(surface: Surface, place: Place, store: Store) -> None:
+    src, dst = f"{place.g}/draft.md", f"{place.g}/final.md"
+    store.arrange.write(src, b"draft\n")
+    before = store.note(src)
+    surface.rename(src, dst)
+    after = store.note(dst)
+    assert (after["id"], after["content"], after["created_at"]) == (before["id"], "draft\n", before["created_at"])
+    assert store.note(src) is None
+    assert surface.names(place.g) == ["final.md"] and store.notes_in(place.g) == ["final.md"]
+
+
+def test_rename_over_a_note_is_the_destinations_next_version(surface: Surface, place: Place, store: Store) -> None:
+    """An editor saving through a temporary .md name: the destination keeps its identity and
+    history and gets one `update`; the source's end is recorded as a delete."""
+    src, dst = f"{place.g}/save-in-progress.md", f"{place.g}/plan.md"
+    store.arrange.write(dst, b"v1\n")
+    store.arrange.write(dst, b"v2\n")
+    store.arrange.write(src, b"v3\n")
+    before = store.note(dst)
+    surface.rename(src, dst)
+    after = store.note(dst)
+    assert (after["id"], after["version"], after["content"]) == (before["id"], 3, "v3\n")
+    assert after["created_at"] == before["created_at"]
+    assert store.history(dst) == [("create", 1), ("update", 2), ("update", 3)]
+    assert [op for op, _ in store.history(src)] == ["create", "delete"]
+    assert store.note(src) is None
+    assert surface.names(place.g) == ["plan.md"] and store.notes_in(place.g) == ["plan.md"]
+    assert surface.read(dst) == b"v3\n"
+
+
+def test_rename_away_then_write_anew_keeps_the_notes_identity(surface: Surface, place: Place,
+                                                              store: Store) -> None:
+    """Emacs' save (vim's with backupcopy=no): K.md -> K.md~, write K.md, remove K.md~. The new
+    K.md is the note's next version, not a new note; others saw the note all along."""
+    note, backup = f"{place.g}/K.md", f"{place.g}/K.md~"
+    store.arrange.write(note, b"old text\n")
+    before = store.note(note)
+    surface.rename(note, backup)
+    assert surface.names(place.g) == ["K.md~"]
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.read(note)
+    assert surface.read(backup) == b"old text\n"
+    assert store.note(note)["version"] == 1 and store.notes_in(place.g) == ["K.md"]  # everyone else still sees it
+    surface.write(note, b"new text\n")
+    surface.delete(backup)
+    after = store.note(note)
+    assert (after["id"], after["version"], after["content"]) == (before["id"], 2, "new text\n")
+    assert after["created_at"] == before["created_at"]
+    assert store.history(note) == [("create", 1), ("update", 2)]
+    assert store.history(backup) == []
+    assert surface.names(place.g) == ["K.md"] and store.notes_in(place.g) == ["K.md"]
+
+
+def test_rename_away_and_back_is_the_same_note(surface: Surface, place: Place, store: Store) -> None:
+    """An editor that gave up restores its backup: the note again, one version on."""
+    note, backup = f"{place.g}/K.md", f"{place.g}/K.md~"
+    store.arrange.write(note, b"kept\n")
+    before = store.note(note)
+    surface.rename(note, backup)
+    surface.rename(backup, note)
+    after = store.note(note)
+    assert (after["id"], after["version"], after["content"]) == (before["id"], 2, "kept\n")
+    assert after["created_at"] == before["created_at"]
+    assert [op for op, _ in store.history(note)] == ["create", "update"]
+    assert surface.names(place.g) == ["K.md"] and surface.read(note) == b"kept\n"
+
+
+# --- delete and the embed rules ------------------------------------------------------------------
+
+def test_delete(surface: Surface, place: Place, store: Store) -> None:
+    path = f"{place.g}/old.md"
+    store.arrange.write(path, b"bye\n")
+    surface.delete(path)
+    assert store.note(path) is None
+    assert [op for op, _ in store.history(path)] == ["create", "delete"]
+    assert surface.names(place.g) == [] and store.notes_in(place.g) == []
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.read(path)
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.delete(path)
+
+
+def test_a_note_a_task_embeds_cannot_be_deleted_or_moved_away(surface: Surface, place: Place,
+                                                               store: Store) -> None:
+    note, task = f"{place.g}/facts.md", f"{place.a}/task.md"
+    store.arrange.write(note, b"the facts\n")
+    store.arrange.write(task, f"Use ![[{note}]] daily.\n".encode())
+    with surface.refuses(Refusal.EMBEDDED, says=task):
+        surface.delete(note)
+    with surface.refuses(Refusal.EMBEDDED, says=task):
+        surface.rename(note, f"{place.g}/elsewhere.md")
+    assert store.note(note)["content"] == "the facts\n" and store.history(note) == [("create", 1)]
+    assert store.notes_in(place.g) == ["facts.md"]
+    # Saving it stays allowed: the task keeps embedding the same note.
+    surface.write(note, b"newer facts\n")
+    assert store.history(note) == [("create", 1), ("update", 2)]
+
+
+def test_a_task_cannot_embed_a_memory(surface: Surface, place: Place, store: Store) -> None:
+    task, memory = f"{place.a}/task.md", f"{place.a}/memory.md"
+    store.arrange.write(memory, b"private thoughts\n")
+    store.arrange.write(task, b"Plain task.\n")
+    with surface.refuses(Refusal.PRIVATE_EMBED, says="private"):
+        surface.write(task, f"Remember ![[{memory}]]\n".encode())
+    assert store.arrange.read(task) == b"Plain task.\n"
+    assert store.history(task) == [("create", 1)]
+    assert surface.read(task) == b"Plain task.\n"
+
+
+# --- read-only families --------------------------------------------------------------------------
+
+def test_the_history_archive_is_read_only(surface: Surface, place: Place, store: Store) -> None:
+    memory, archive = f"{place.a}/memory.md", f"{place.a}/history-archive"
+    store.arrange.write(memory, b"first memory\n")
+    store.arrange.write(memory, b"second memory\n")
+    [kept] = [n.name for n in store.arrange.list(archive)]
+    old = f"{archive}/{kept}"
+    assert surface.read(old) == b"first memory\n"
+    with surface.refuses(Refusal.READ_ONLY, says="read-only"):
+        surface.write(old, b"rewritten\n")
+    with surface.refuses(Refusal.READ_ONLY):
+        surface.write(f"{archive}/new.md", b"planted\n")
+    with surface.refuses(Refusal.READ_ONLY, says="read-only"):
+        surface.delete(old)
+    assert surface.read(old) == b"first memory\n"
+    assert [n.name for n in store.arrange.list(archive)] == [kept]
+    assert store.arrange.read(memory) == b"second memory\n"
+
+
+def test_collections_and_records_are_read_only(surface: Surface, place: Place, store: Store) -> None:
+    name = f"rules-{next(_collections)}"
+    r = store.http.post(f"{store.api}/api/collections", json={
+        "name": name, "purpose": "Rule suite", "columns": [{"name": "email", "type": "text", "description": "who"}]})
+    assert r.status_code == 201, r.text
+    r = store.http.post(f"{store.api}/api/collections/{r.json()['id']}/records", json={"body": {"email": "a@x"}})
+    assert r.status_code == 201, r.text
+    folder = f"org/{place.org}/collections/{name}"
+    assert surface.names(folder) == ["1.json", "collection.json"]
+    record = surface.read(f"{folder}/1.json")
+    assert b'"email": "a@x"' in record
+    with surface.refuses(Refusal.READ_ONLY, says="read-only"):
+        surface.write(f"{folder}/1.json", b'{"email": "b@x"}')
+    with surface.refuses(Refusal.READ_ONLY):
+        surface.write(f"{folder}/collection.json", b"{}")
+    with surface.refuses(Refusal.READ_ONLY):
+        surface.write(f"{folder}/2.json", b'{"email": "c@x"}')
+    with surface.refuses(Refusal.READ_ONLY, says="read-only"):
+        surface.delete(f"{folder}/1.json")
+    assert surface.read(f"{folder}/1.json") == record
+    assert surface.names(folder) == ["1.json", "collection.json"]
+
+
+# --- side files and refused names ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["._plan.md", ".DS_Store", ".plan.md.swp", "~$plan.md", "4913", "plan.md~",
+                                  "tmpab12cd34"])
+def test_side_files_go_to_scratch_never_to_notes(surface: Surface, place: Place, store: Store,
+                                                 name: str) -> None:
+    path = f"{place.g}/{name}"
+    surface.write(path, b"side bytes")
+    assert surface.read(path) == b"side bytes"
+    assert surface.names(place.g) == [name]
+    # Never a note: not in the store, not in History, not seen by another member.
+    assert store.note(path) is None and store.notes_in(place.g) == [] and store.history(path) == []
+    bea = HostTree(store.db, Door(store.db).principal_for_email("bea@example.com"))  # type: ignore[arg-type]
+    assert [n.name for n in bea.list(place.g)] == []
+    surface.delete(path)
+    assert surface.names(place.g) == []
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "photo.png", ".hidden.md"])
+def test_names_that_cannot_be_notes_are_refused(surface: Surface, place: Place, store: Store, name: str) -> None:
+    with surface.refuses(Refusal.NOT_A_NOTE, says=".md"):
+        surface.write(f"{place.g}/{name}", b"x")
+    assert name not in surface.names(place.g) and store.notes_in(place.g) == []
+
+
+def test_a_note_cannot_be_renamed_to_a_name_that_is_not_a_note(surface: Surface, place: Place,
+                                                               store: Store) -> None:
+    store.arrange.write(f"{place.g}/plan.md", b"plan\n")
+    with surface.refuses(Refusal.NOT_A_NOTE, says=".md"):
+        surface.rename(f"{place.g}/plan.md", f"{place.g}/plan.txt")
+    assert surface.names(place.g) == ["plan.md"] and store.history(f"{place.g}/plan.md") == [("create", 1)]
+
+
+def test_task_and_memory_are_reserved(surface: Surface, place: Place, store: Store) -> None:
+    task, memory = f"{place.a}/task.md", f"{place.a}/memory.md"
+    store.arrange.write(task, b"the task\n")
+    store.arrange.write(memory, b"the memory\n")
+    for path in (task, memory):
+        with surface.refuses(Refusal.RESERVED, says="reserved"):
+            surface.delete(path)
+        with surface.refuses(Refusal.RESERVED, says="reserved"):
+            surface.rename(path, f"{place.a}/renamed.md")
+    assert surface.read(task) == b"the task\n" and surface.read(memory) == b"the memory\n"
+    assert store.notes_in(place.a) == [] and store.history(task) == [("create", 1)]
+
+
+def test_layout_folders_take_no_files_and_notes_are_flat(surface: Surface, place: Place, store: Store) -> None:
+    agents = f"org/{place.org}/agents"
+    with surface.refuses(Refusal.NO_FILES_HERE):
+        surface.write(f"{agents}/stray.md", b"x")
+    assert "stray.md" not in surface.names(agents)
+    with surface.refuses(Refusal.NO_FOLDERS, says="flat"):
+        surface.mkdir(f"{place.g}/drafts")
+    assert surface.names(place.g) == [] and store.notes_in(place.g) == []
+
+
+# --- conditional writes and the size cap ---------------------------------------------------------
+
+def test_if_match_refuses_a_stale_write(surface: Surface, place: Place, store: Store) -> None:
+    surface.skip_unless_applies("if_match")
+    path = f"{place.g}/shared.md"
+    store.arrange.write(path, b"v1\n")
+    seen = surface.etag(path)
+    store.arrange.write(path, b"theirs\n")          # someone else saves meanwhile
+    with surface.refuses(Refusal.STALE, says="If-Match"):
+        surface.write_if_match(path, b"mine\n", seen)
+    assert store.note(path)["content"] == "theirs\n"
+    assert store.history(path) == [("create", 1), ("update", 2)]
+    surface.write_if_match(path, b"mine\n", surface.etag(path))   # read again, then save
+    assert store.note(path)["content"] == "mine\n" and store.history(path)[-1] == ("update", 3)
+
+
+def test_a_write_is_at_most_256_kb(surface: Surface, place: Place, store: Store) -> None:
+    path = f"{place.g}/big.md"
+    surface.write(path, b"x" * CAP)
+    with surface.refuses(Refusal.TOO_LARGE, says="256 KB"):
+        surface.write(path, b"y" * (CAP + 1))
+    assert store.note(path)["content"] == "x" * CAP
+    assert store.history(path) == [("create", 1)]
+    with surface.refuses(Refusal.TOO_LARGE, says="256 KB"):
+        surface.write(f"{place.g}/bigger.md", b"z" * (CAP + 1))
+    assert store.notes_in(place.g) == ["big.md"]
