@@ -10,7 +10,7 @@ from api.errors import status_of
 from store import admin, notes, tools
 from store.access import SYSTEM, Principal
 from store.errors import StoreError
-from tests.conftest import insert_notes
+from tests.conftest import insert_notes, wait_for_lock_waiters
 
 
 @pytest.fixture(params=["python", "http"])
@@ -292,8 +292,7 @@ def test_two_concurrent_writers_to_one_note_both_recorded(db, boot) -> None:
         for t in threads:
             t.start()
         gate.wait()
-        import time
-        time.sleep(0.3)
+        wait_for_lock_waiters(db.conninfo, 2)  # both writers queue on the held row
     for t in threads:
         t.join(10)
     assert sorted(r["version"] for r in results) == [2, 3]

@@ -13,7 +13,8 @@ import pytest
 
 from store.access import Door
 from store.host import HostTree
-from tests.rules.conftest import Place, Store
+from tests.rules.fixtures import (Place, Store, ada_http, ada_tree, fuse_mount, gateway, place,  # noqa: F401
+                                  rules_db, rules_db_url, store, surface, world)
 from tests.rules.drivers import Refusal, Surface
 
 CAP = 262_144  # 256 KB: the most one write may carry

@@ -1,7 +1,9 @@
-"""Fixtures of the rule suite: one database, one gateway and one FUSE mount for the whole module
-(the rules run on three surfaces and must stay fast), a fresh guild and agent for every test (so a
-folder's listing is the test's own and a task's embeds are its own), the ``surface`` under test,
-and ``store``: what a user would notice afterwards, read through the API and the store."""
+"""Fixtures of the rule suite, imported by test_rules.py (a second conftest.py would take the
+module name ``conftest`` that tests importing ``from conftest`` rely on): one database, one gateway
+and one FUSE mount for the whole module (the rules run on three surfaces and must stay fast), a
+fresh guild and agent for every test (so a folder's listing is the test's own and a task's embeds
+are its own), the ``surface`` under test, and ``store``: what a user would notice afterwards, read
+through the API and the store."""
 from __future__ import annotations
 
 import os
