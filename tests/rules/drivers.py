@@ -41,6 +41,7 @@ class Refusal(enum.Enum):
     EMBEDDED = "a live task embeds the note"
     PRIVATE_EMBED = "a task cannot embed a memory"
     TOO_LARGE = "over the 256 KB write cap"
+    NOT_TEXT = "a body that is not UTF-8 text"
     STALE = "a conditional write whose condition no longer holds"
 
 
@@ -67,6 +68,9 @@ class Surface:
     def read(self, path: str) -> bytes: raise NotImplementedError
     def write(self, path: str, data: bytes) -> None: raise NotImplementedError
     def write_if_match(self, path: str, data: bytes, etag: str) -> None: raise NotImplementedError
+    def create_new(self, path: str, data: bytes) -> None:
+        """Create ``path`` only if it is not there: If-None-Match: *, or open(O_CREAT | O_EXCL)."""
+        raise NotImplementedError
     def etag(self, path: str) -> str: raise NotImplementedError
     def rename(self, src: str, dst: str) -> None: raise NotImplementedError
     def delete(self, path: str) -> None: raise NotImplementedError
@@ -111,6 +115,7 @@ class TreeSurface(Surface):
         Refusal.EMBEDDED: frozenset({"Embedded"}),
         Refusal.PRIVATE_EMBED: frozenset({"Invalid"}),
         Refusal.TOO_LARGE: frozenset({"TooLarge"}),
+        Refusal.NOT_TEXT: frozenset({"Invalid"}),
         Refusal.STALE: frozenset({"PreconditionFailed"}),
     }
 
@@ -131,6 +136,9 @@ class TreeSurface(Surface):
 
     def write_if_match(self, path: str, data: bytes, etag: str) -> None:
         self._do(self.tree.write, path, data, if_match=etag)
+
+    def create_new(self, path: str, data: bytes) -> None:
+        self._do(self.tree.write, path, data, if_none_match=True)
 
     def etag(self, path: str) -> str:
         return self._do(self.tree.stat, path).etag
@@ -164,6 +172,7 @@ class WebDavSurface(Surface):
         Refusal.EMBEDDED: frozenset({409}),
         Refusal.PRIVATE_EMBED: frozenset({400}),
         Refusal.TOO_LARGE: frozenset({413}),
+        Refusal.NOT_TEXT: frozenset({400}),
         Refusal.STALE: frozenset({412}),
     }
 
@@ -188,6 +197,9 @@ class WebDavSurface(Surface):
 
     def write_if_match(self, path: str, data: bytes, etag: str) -> None:
         self._req("PUT", path, (201, 204), data=data, headers={"If-Match": etag})
+
+    def create_new(self, path: str, data: bytes) -> None:
+        self._req("PUT", path, (201, 204), data=data, headers={"If-None-Match": "*"})
 
     def etag(self, path: str) -> str:
         return self._req("HEAD", path, (200,)).headers["ETag"]
@@ -226,6 +238,9 @@ class FuseSurface(Surface):
         Refusal.EMBEDDED: frozenset({"EBUSY"}),
         Refusal.PRIVATE_EMBED: frozenset({"EINVAL"}),
         Refusal.TOO_LARGE: frozenset({"EFBIG"}),
+        Refusal.NOT_TEXT: frozenset({"EINVAL"}),
+        # fuse_mount/errors.py: a precondition the store refuses is ESTALE.
+        Refusal.STALE: frozenset({"ESTALE"}),
     }
     NOT_APPLICABLE = {
         "if_match": ("a POSIX write carries no precondition: the mount writes last-writer-wins like "
@@ -259,6 +274,12 @@ class FuseSurface(Surface):
     def write(self, path: str, data: bytes) -> None:
         def save() -> None:
             with open(self.p(path), "wb") as f:  # open(O_TRUNC), write, close: one version
+                f.write(data)
+        self._do(save)
+
+    def create_new(self, path: str, data: bytes) -> None:
+        def save() -> None:
+            with open(self.p(path), "xb") as f:  # O_CREAT | O_EXCL: "it is not there"
                 f.write(data)
         self._do(save)
 
