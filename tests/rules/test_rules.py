@@ -305,13 +305,9 @@ def test_a_body_that_is_not_utf8_is_refused(surface: Surface, place: Place, stor
 # --- more editors' saves -------------------------------------------------------------------------
 
 def test_a_stale_rename_away_save_does_not_overwrite_a_newer_version(surface: Surface, place: Place,
-                                                                     store: Store, request: pytest.FixtureRequest) -> None:
+                                                                     store: Store) -> None:
     """The editor moved K.md away and creates it anew expecting it gone (If-None-Match: *, or
     O_EXCL); someone saved K.md meanwhile: the save is refused, theirs stays."""
-    if surface.name == "fuse":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "defect: the mount's create ignores O_EXCL, so the new file is written unconditionally "
-            "and overwrites the version saved meanwhile")))
     note, backup = f"{place.g}/K.md", f"{place.g}/K.md~"
     store.arrange.write(note, b"v1\n")
     surface.rename(note, backup)
