@@ -17,7 +17,8 @@ from __future__ import annotations
 import enum
 import errno
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -36,6 +37,7 @@ class Refusal(enum.Enum):
     NOT_A_NOTE = "a name that cannot be a note in a note folder"
     NO_FILES_HERE = "a folder of the layout that takes no files (agents/, guilds/...)"
     NO_FOLDERS = "notes are flat: no new folders"
+    LAYOUT = "a folder of the layout cannot be deleted or moved"
     READ_ONLY = "read-only by nature (history archive, collections and records)"
     RESERVED = "task.md and memory.md cannot be deleted or moved"
     EMBEDDED = "a live task embeds the note"
@@ -74,8 +76,13 @@ class Surface:
     def etag(self, path: str) -> str: raise NotImplementedError
     def rename(self, src: str, dst: str) -> None: raise NotImplementedError
     def delete(self, path: str) -> None: raise NotImplementedError
+    def rmdir(self, path: str) -> None: raise NotImplementedError
     def mkdir(self, path: str) -> None: raise NotImplementedError
     def names(self, folder: str) -> list[str]: raise NotImplementedError
+
+    def settles(self, check: Callable[[], bool]) -> None:
+        """``check()`` holds once the surface's last call has taken effect: at once here."""
+        assert check(), f"{self.name}: not so after the call returned"
 
     def skip_unless_applies(self, rule: str) -> None:
         reason = self.NOT_APPLICABLE.get(rule)
@@ -110,6 +117,7 @@ class TreeSurface(Surface):
         Refusal.NOT_A_NOTE: frozenset({"NotANote"}),
         Refusal.NO_FILES_HERE: frozenset({"NotANote"}),
         Refusal.NO_FOLDERS: frozenset({"NotANote"}),
+        Refusal.LAYOUT: frozenset({"Forbidden"}),
         Refusal.READ_ONLY: frozenset({"ReadOnly"}),
         Refusal.RESERVED: frozenset({"Forbidden"}),
         Refusal.EMBEDDED: frozenset({"Embedded"}),
@@ -149,6 +157,9 @@ class TreeSurface(Surface):
     def delete(self, path: str) -> None:
         self._do(self.tree.delete, path)
 
+    def rmdir(self, path: str) -> None:
+        self._do(self.tree.delete, path)
+
     def mkdir(self, path: str) -> None:
         self._do(self.tree.mkdir, path)
 
@@ -167,6 +178,7 @@ class WebDavSurface(Surface):
         Refusal.NOT_A_NOTE: frozenset({403}),
         Refusal.NO_FILES_HERE: frozenset({403}),
         Refusal.NO_FOLDERS: frozenset({403}),
+        Refusal.LAYOUT: frozenset({403}),
         Refusal.READ_ONLY: frozenset({403}),
         Refusal.RESERVED: frozenset({403}),
         Refusal.EMBEDDED: frozenset({409}),
@@ -210,6 +222,9 @@ class WebDavSurface(Surface):
     def delete(self, path: str) -> None:
         self._req("DELETE", path, (204,))
 
+    def rmdir(self, path: str) -> None:
+        self._req("DELETE", path.rstrip("/") + "/", (204,))
+
     def mkdir(self, path: str) -> None:
         self._req("MKCOL", path, (201,))
 
@@ -232,6 +247,7 @@ class FuseSurface(Surface):
         # The folder is 0555: the kernel's "Permission denied", as for any read-only folder.
         Refusal.NO_FILES_HERE: frozenset({"EACCES"}),
         Refusal.NO_FOLDERS: frozenset({"EPERM"}),
+        Refusal.LAYOUT: frozenset({"EACCES"}),
         # DESIGN's error table: "EROFS or EACCES" (a 0444 file opened for writing is EACCES).
         Refusal.READ_ONLY: frozenset({"EROFS", "EACCES"}),
         Refusal.RESERVED: frozenset({"EACCES"}),
@@ -253,6 +269,17 @@ class FuseSurface(Surface):
 
     def p(self, path: str) -> Path:
         return self.root / path
+
+    # A file created and closed with nothing written (touch, an empty save) is committed when the
+    # kernel releases it, which it does after close() has returned (fuse_mount/operations.py: a
+    # flush with nothing written does not commit, so a shell's `> file` is one version).
+    SETTLE_SECONDS = 5.0
+
+    def settles(self, check: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self.SETTLE_SECONDS
+        while not check():
+            assert time.monotonic() < deadline, f"fuse: not so within {self.SETTLE_SECONDS} s of the call"
+            time.sleep(0.01)
 
     def _log_size(self) -> int:
         return self.log_path.stat().st_size
@@ -288,6 +315,9 @@ class FuseSurface(Surface):
 
     def delete(self, path: str) -> None:
         self._do(os.unlink, self.p(path))
+
+    def rmdir(self, path: str) -> None:
+        self._do(os.rmdir, self.p(path))
 
     def mkdir(self, path: str) -> None:
         self._do(os.mkdir, self.p(path))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from store import admin
 from store.access import Door
 from store.host import HostTree
 from tests.rules.fixtures import (Place, Store, ada_http, ada_tree, fuse_mount, gateway, place,  # noqa: F401
@@ -359,3 +360,87 @@ def test_a_name_in_nfd_is_stored_and_listed_in_nfc(surface: Surface, place: Plac
     surface.write(nfd, b"ristretto\n")
     assert store.history(nfc) == [("create", 1), ("update", 2)]
     assert surface.read(nfc) == b"ristretto\n"
+
+
+# --- levels, scripts, task and memory, the layout, other organisations ---------------------------
+
+def test_a_note_moved_between_levels_keeps_its_identity(surface: Surface, place: Place, store: Store) -> None:
+    src, dst = f"{place.a}/finding.md", f"{place.g}/finding.md"
+    store.arrange.write(src, b"shared now\n")
+    before = store.note(src)
+    surface.rename(src, dst)
+    after = store.note(dst)
+    assert (after["id"], after["content"], after["created_at"]) == (before["id"], "shared now\n", before["created_at"])
+    assert store.notes_in(place.a) == [] and store.notes_in(place.g) == ["finding.md"]
+    assert surface.names(place.g) == ["finding.md"] and "finding.md" not in surface.names(place.a)
+
+
+def test_an_empty_file_is_an_empty_note(surface: Surface, place: Place, store: Store) -> None:
+    path = f"{place.g}/empty.md"
+    surface.write(path, b"")
+    surface.settles(lambda: store.note(path) is not None)
+    assert store.note(path)["content"] == "" and store.history(path) == [("create", 1)]
+    assert surface.read(path) == b""
+
+
+def test_task_and_memory_saves_are_versions_and_memory_keeps_its_past(surface: Surface, place: Place,
+                                                                      store: Store) -> None:
+    task, memory = f"{place.a}/task.md", f"{place.a}/memory.md"
+    surface.write(task, b"first task\n")
+    surface.write(task, b"second task\n")
+    assert store.history(task) == [("create", 1), ("update", 2)]
+    surface.write(memory, b"first memory\n")
+    surface.write(memory, b"second memory\n")
+    assert store.history(memory) == [("create", 1), ("update", 2)]
+    assert store.note(memory)["content"] == "second memory\n"
+    [kept] = surface.names(f"{place.a}/history-archive")
+    assert surface.read(f"{place.a}/history-archive/{kept}") == b"first memory\n"
+    assert store.notes_in(place.a) == []
+
+
+def test_scripts_live_in_scripts_and_stay_scripts(surface: Surface, place: Place, store: Store) -> None:
+    scripts = f"{place.a}/scripts"
+    surface.write(f"{scripts}/fetch.py", b"print('hi')\n")
+    surface.write(f"{scripts}/fetch.py", b"print('hello')\n")
+    assert store.history(f"{scripts}/fetch.py") == [("create", 1), ("update", 2)]
+    assert surface.read(f"{scripts}/fetch.py") == b"print('hello')\n"
+    with surface.refuses(Refusal.NOT_A_NOTE, says=".py"):
+        surface.write(f"{scripts}/notes.md", b"# not a script\n")
+    with surface.refuses(Refusal.NOT_A_NOTE):
+        surface.rename(f"{scripts}/fetch.py", f"{place.a}/fetch.md")
+    surface.rename(f"{scripts}/fetch.py", f"{scripts}/get.py")
+    assert surface.names(scripts) == ["get.py"] and store.notes_in(place.a) == []
+    surface.delete(f"{scripts}/get.py")
+    assert surface.names(scripts) == [] and store.note(f"{scripts}/get.py") is None
+
+
+def test_folders_of_the_layout_cannot_be_deleted_or_moved(surface: Surface, place: Place, store: Store) -> None:
+    store.arrange.write(f"{place.g}/keep.md", b"kept\n")
+    with surface.refuses(Refusal.LAYOUT, says="folder"):
+        surface.rmdir(place.g)
+    with surface.refuses(Refusal.LAYOUT, says="folder"):
+        surface.rename(place.g, f"org/{place.org}/guilds/{place.guild}-old")
+    assert store.notes_in(place.g) == ["keep.md"] and surface.names(place.g) == ["keep.md"]
+
+
+def test_another_organisation_is_not_there(surface: Surface, place: Place, store: Store) -> None:
+    other = admin.create_org(store.db, name=f"Elsewhere {place.guild}")
+    theirs = f"org/{other['id']}/secret.md"
+    cy = admin.create_user(store.db, email=f"cy{place.guild}@example.com", password="a third long password")
+    admin.add_member(store.db, org_id=other["id"], email=cy["email"])
+    HostTree(store.db, Door(store.db).principal_for_email(cy["email"])).write(theirs, b"theirs\n")  # type: ignore[arg-type]
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.read(theirs)
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.write(theirs, b"mine\n")
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.delete(theirs)
+    store.arrange.write(f"{place.g}/mine.md", b"mine\n")
+    with surface.refuses(Refusal.NOT_FOUND):
+        surface.rename(f"{place.g}/mine.md", f"org/{other['id']}/mine.md")
+    assert surface.names("org") == [str(place.org)]
+    with store.db.connection() as conn:
+        rows = conn.execute("SELECT key, content, version FROM artifacts WHERE org_id = %s AND deleted_at IS NULL",
+                            (other["id"],)).fetchall()
+    assert rows == [{"key": "secret.md", "content": "theirs\n", "version": 1}]
+    assert store.notes_in(place.g) == ["mine.md"]
