@@ -14,6 +14,7 @@ otherwise fails by name.
 """
 from __future__ import annotations
 
+import ctypes
 import enum
 import errno
 import os
@@ -45,6 +46,8 @@ class Refusal(enum.Enum):
     TOO_LARGE = "over the 256 KB write cap"
     NOT_TEXT = "a body that is not UTF-8 text"
     STALE = "a conditional write whose condition no longer holds"
+    EXISTS = "the destination exists and the caller asked not to replace it"
+    LOCKED = "another client holds a WebDAV lock on the path"
 
 
 class Refused(Exception):
@@ -75,6 +78,7 @@ class Surface:
         raise NotImplementedError
     def etag(self, path: str) -> str: raise NotImplementedError
     def rename(self, src: str, dst: str) -> None: raise NotImplementedError
+    def rename_noreplace(self, src: str, dst: str) -> None: raise NotImplementedError
     def delete(self, path: str) -> None: raise NotImplementedError
     def rmdir(self, path: str) -> None: raise NotImplementedError
     def mkdir(self, path: str) -> None: raise NotImplementedError
@@ -125,6 +129,8 @@ class TreeSurface(Surface):
         Refusal.TOO_LARGE: frozenset({"TooLarge"}),
         Refusal.NOT_TEXT: frozenset({"Invalid"}),
         Refusal.STALE: frozenset({"PreconditionFailed"}),
+        Refusal.EXISTS: frozenset({"AlreadyExists"}),
+        Refusal.LOCKED: frozenset({"Locked"}),
     }
 
     def __init__(self, tree: HostTree) -> None:
@@ -153,6 +159,9 @@ class TreeSurface(Surface):
 
     def rename(self, src: str, dst: str) -> None:
         self._do(self.tree.move, src, dst)
+
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        self._do(self.tree.move, src, dst, overwrite=False)
 
     def delete(self, path: str) -> None:
         self._do(self.tree.delete, path)
@@ -186,6 +195,8 @@ class WebDavSurface(Surface):
         Refusal.TOO_LARGE: frozenset({413}),
         Refusal.NOT_TEXT: frozenset({400}),
         Refusal.STALE: frozenset({412}),
+        Refusal.EXISTS: frozenset({412}),   # RFC 4918 9.9.4: Overwrite: F onto an existing resource
+        Refusal.LOCKED: frozenset({423}),
     }
 
     def __init__(self, base_url: str, session: requests.Session) -> None:
@@ -218,6 +229,9 @@ class WebDavSurface(Surface):
 
     def rename(self, src: str, dst: str) -> None:
         self._req("MOVE", src, (201, 204), headers={"Destination": self.url(dst), "Overwrite": "T"})
+
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        self._req("MOVE", src, (201, 204), headers={"Destination": self.url(dst), "Overwrite": "F"})
 
     def delete(self, path: str) -> None:
         self._req("DELETE", path, (204,))
@@ -257,6 +271,9 @@ class FuseSurface(Surface):
         Refusal.NOT_TEXT: frozenset({"EINVAL"}),
         # fuse_mount/errors.py: a precondition the store refuses is ESTALE.
         Refusal.STALE: frozenset({"ESTALE"}),
+        Refusal.EXISTS: frozenset({"EEXIST"}),
+        # fuse_mount/errors.py: "Locked: a WebDAV client holds a lease on the path" is EBUSY.
+        Refusal.LOCKED: frozenset({"EBUSY"}),
     }
     NOT_APPLICABLE = {
         "if_match": ("a POSIX write carries no precondition: the mount writes last-writer-wins like "
@@ -312,6 +329,15 @@ class FuseSurface(Surface):
 
     def rename(self, src: str, dst: str) -> None:
         self._do(os.rename, self.p(src), self.p(dst))
+
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        def renameat2() -> None:
+            libc = ctypes.CDLL(None, use_errno=True)
+            at_fdcwd, noreplace = -100, 1
+            if libc.renameat2(at_fdcwd, os.fsencode(self.p(src)), at_fdcwd, os.fsencode(self.p(dst)), noreplace):
+                code = ctypes.get_errno()
+                raise OSError(code, os.strerror(code))
+        self._do(renameat2)
 
     def delete(self, path: str) -> None:
         self._do(os.unlink, self.p(path))
