@@ -19,9 +19,11 @@ import enum
 import errno
 import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 from xml.etree import ElementTree as ET
 
@@ -30,6 +32,8 @@ import requests
 
 from store.errors import StoreError
 from store.host import HostTree
+
+T = TypeVar("T")
 
 
 class Refusal(enum.Enum):
@@ -60,7 +64,7 @@ class Refused(Exception):
         self.sentence = sentence
 
 
-class Surface:
+class Surface(ABC):
     """The driver interface. Paths are tree paths without a leading slash."""
 
     name: str
@@ -70,19 +74,46 @@ class Surface:
     # Why a rule does not apply on this surface (skipped with that reason), by rule name.
     NOT_APPLICABLE: dict[str, str] = {}
 
-    def read(self, path: str) -> bytes: raise NotImplementedError
-    def write(self, path: str, data: bytes) -> None: raise NotImplementedError
-    def write_if_match(self, path: str, data: bytes, etag: str) -> None: raise NotImplementedError
+    # -- what every driver implements (a failure raises Refused) ---------------------------------
+
+    @abstractmethod
+    def read(self, path: str) -> bytes: ...
+
+    @abstractmethod
+    def write(self, path: str, data: bytes) -> None:
+        """Create or replace the whole file, as one save."""
+
+    @abstractmethod
     def create_new(self, path: str, data: bytes) -> None:
         """Create ``path`` only if it is not there: If-None-Match: *, or open(O_CREAT | O_EXCL)."""
-        raise NotImplementedError
-    def etag(self, path: str) -> str: raise NotImplementedError
-    def rename(self, src: str, dst: str) -> None: raise NotImplementedError
-    def rename_noreplace(self, src: str, dst: str) -> None: raise NotImplementedError
-    def delete(self, path: str) -> None: raise NotImplementedError
-    def rmdir(self, path: str) -> None: raise NotImplementedError
-    def mkdir(self, path: str) -> None: raise NotImplementedError
-    def names(self, folder: str) -> list[str]: raise NotImplementedError
+
+    @abstractmethod
+    def rename(self, src: str, dst: str) -> None:
+        """Rename, replacing whatever ``dst`` holds."""
+
+    @abstractmethod
+    def rename_noreplace(self, src: str, dst: str) -> None:
+        """Rename only if ``dst`` is free: Overwrite: F, or renameat2(RENAME_NOREPLACE)."""
+
+    @abstractmethod
+    def delete(self, path: str) -> None: ...
+
+    @abstractmethod
+    def rmdir(self, path: str) -> None: ...
+
+    @abstractmethod
+    def mkdir(self, path: str) -> None: ...
+
+    @abstractmethod
+    def names(self, folder: str) -> list[str]:
+        """The folder's entries as this surface lists them, sorted."""
+
+    # Conditional writes on an entity tag: not every surface has them (see NOT_APPLICABLE).
+    def etag(self, path: str) -> str:
+        raise NotImplementedError(f"{self.name} has no entity tags")
+
+    def write_if_match(self, path: str, data: bytes, etag: str) -> None:
+        raise NotImplementedError(f"{self.name} has no conditional writes on an entity tag")
 
     def settles(self, check: Callable[[], bool]) -> None:
         """``check()`` holds once the surface's last call has taken effect: at once here."""
@@ -136,7 +167,7 @@ class TreeSurface(Surface):
     def __init__(self, tree: HostTree) -> None:
         self.tree = tree
 
-    def _do(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def _do(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return fn(*args, **kwargs)
         except StoreError as exc:
@@ -206,7 +237,7 @@ class WebDavSurface(Surface):
     def url(self, path: str) -> str:
         return f"{self.base}/{quote(path.lstrip('/'))}"
 
-    def _req(self, method: str, path: str, ok: tuple[int, ...], **kw) -> requests.Response:  # type: ignore[no-untyped-def]
+    def _req(self, method: str, path: str, ok: tuple[int, ...], **kw: Any) -> requests.Response:
         r = self.s.request(method, self.url(path), timeout=30, **kw)
         if r.status_code not in ok:
             raise Refused(r.status_code, r.text)
@@ -301,7 +332,7 @@ class FuseSurface(Surface):
     def _log_size(self) -> int:
         return self.log_path.stat().st_size
 
-    def _do(self, fn, *args):  # type: ignore[no-untyped-def]
+    def _do(self, fn: Callable[..., T], *args: Any) -> T:
         start = self._log_size()
         try:
             return fn(*args)

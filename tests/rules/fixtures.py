@@ -159,7 +159,8 @@ class Store:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT display_path FROM artifacts WHERE deleted_at IS NULL"
                                 " AND kind = 'note' AND starts_with(display_path, %s)", (folder + "/",)).fetchall()
-        return sorted(r["display_path"][len(folder) + 1:] for r in rows if "/" not in r["display_path"][len(folder) + 1:])
+        names = [r["display_path"][len(folder) + 1:] for r in rows]
+        return sorted(n for n in names if "/" not in n)
 
     def created_at(self, path: str) -> datetime:
         row = self.note(path)

@@ -267,7 +267,7 @@ def test_layout_folders_take_no_files_and_notes_are_flat(surface: Surface, place
     assert surface.names(place.g) == [] and store.notes_in(place.g) == []
 
 
-# --- conditional writes and the size cap ---------------------------------------------------------
+# --- conditional writes, the size cap, text only ---------------------------------------------
 
 def test_if_match_refuses_a_stale_write(surface: Surface, place: Place, store: Store) -> None:
     surface.skip_unless_applies("if_match")
@@ -428,7 +428,8 @@ def test_another_organisation_is_not_there(surface: Surface, place: Place, store
     theirs = f"org/{other['id']}/secret.md"
     cy = admin.create_user(store.db, email=f"cy{place.guild}@example.com", password="a third long password")
     admin.add_member(store.db, org_id=other["id"], email=cy["email"])
-    HostTree(store.db, Door(store.db).principal_for_email(cy["email"])).write(theirs, b"theirs\n")  # type: ignore[arg-type]
+    cy_tree = HostTree(store.db, Door(store.db).principal_for_email(cy["email"]))  # type: ignore[arg-type]
+    cy_tree.write(theirs, b"theirs\n")
     with surface.refuses(Refusal.NOT_FOUND):
         surface.read(theirs)
     with surface.refuses(Refusal.NOT_FOUND):
@@ -445,6 +446,8 @@ def test_another_organisation_is_not_there(surface: Surface, place: Place, store
     assert rows == [{"key": "secret.md", "content": "theirs\n", "version": 1}]
     assert store.notes_in(place.g) == ["mine.md"]
 
+
+# --- renames that must not replace, and other clients' locks -------------------------------------
 
 def test_a_rename_that_must_not_replace_leaves_the_destination(surface: Surface, place: Place,
                                                                store: Store) -> None:
@@ -475,7 +478,8 @@ def test_a_note_another_client_has_locked_refuses_changes(surface: Surface, plac
     path = f"{place.g}/locked.md"
     store.arrange.write(path, b"Bea's draft\n")
     bea = gateway.session(basic=("bea@example.com", "another long password"))
-    r = bea.request("LOCK", f"{gateway.url}/dav/{path}", data=LOCK_BODY, headers={"Timeout": "Second-300", "Depth": "0"})
+    r = bea.request("LOCK", f"{gateway.url}/dav/{path}", data=LOCK_BODY,
+                    headers={"Timeout": "Second-300", "Depth": "0"})
     assert r.status_code == 200, r.text
     try:
         with surface.refuses(Refusal.LOCKED):
