@@ -491,3 +491,35 @@ def test_a_note_another_client_has_locked_refuses_changes(surface: Surface, plac
         assert store.note(path)["content"] == "Bea's draft\n" and store.history(path) == [("create", 1)]
     finally:
         bea.request("UNLOCK", f"{gateway.url}/dav/{path}", headers={"Lock-Token": r.headers["Lock-Token"]})
+
+
+# --- the task through an editor, and changes made elsewhere --------------------------------------
+
+@pytest.mark.parametrize("name", ["task.md", "memory.md"])
+def test_a_rename_away_save_of_task_or_memory_is_its_next_version(surface: Surface, place: Place,
+                                                                  store: Store, name: str) -> None:
+    """vim (backupcopy=no) and Emacs save task.md the way they save any file: moving it to a
+    backup name is not a move of the task, and the new file is the task's next version."""
+    path, backup = f"{place.a}/{name}", f"{place.a}/{name}~"
+    store.arrange.write(path, b"first\n")
+    surface.rename(path, backup)
+    surface.write(path, b"second\n")
+    surface.delete(backup)
+    assert store.history(path) == [("create", 1), ("update", 2)]
+    assert surface.read(path) == b"second\n" and store.arrange.read(path) == b"second\n"
+    assert surface.names(place.a) == ["history-archive", "memory.md", "scripts", "task.md"]
+    assert store.notes_in(place.a) == []
+
+
+def test_a_change_made_elsewhere_is_what_the_surface_reads_next(surface: Surface, place: Place,
+                                                                store: Store) -> None:
+    path = f"{place.g}/status.md"
+    store.arrange.write(path, b"old\n")
+    assert surface.read(path) == b"old\n"              # now held by the surface (the kernel's cache)
+    bea = HostTree(store.db, Door(store.db).principal_for_email("bea@example.com"))  # type: ignore[arg-type]
+    bea.write(path, b"new from Bea\n")
+    bea.write(f"{place.g}/fresh.md", b"hello\n")
+    surface.settles(lambda: surface.read(path) == b"new from Bea\n")
+    surface.settles(lambda: surface.names(place.g) == ["fresh.md", "status.md"])
+    bea.delete(f"{place.g}/fresh.md")
+    surface.settles(lambda: surface.names(place.g) == ["status.md"])
