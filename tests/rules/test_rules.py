@@ -14,9 +14,9 @@ import pytest
 from store import admin
 from store.access import Door
 from store.host import HostTree
+from tests.rules.drivers import Refusal, Surface
 from tests.rules.fixtures import (Place, Store, ada_http, ada_tree, fuse_mount, gateway, place,  # noqa: F401
                                   rules_db, rules_db_url, store, surface, world)
-from tests.rules.drivers import Refusal, Surface
 
 CAP = 262_144  # 256 KB: the most one write may carry
 _collections = itertools.count(1)
@@ -31,6 +31,12 @@ def test_create(surface: Surface, place: Place, store: Store) -> None:
     assert store.history(path) == [("create", 1)]
     assert store.note(path)["content"] == "# Créé\nfirst words\n"
     assert surface.names(place.g) == ["créé.md"] and store.notes_in(place.g) == ["créé.md"]
+    # The same at the agent's and the organisation's level.
+    mine, ours = f"{place.a}/mine.md", f"org/{place.org}/ours-{place.guild}.md"
+    surface.write(mine, b"agent level\n")
+    surface.write(ours, b"organisation level\n")
+    assert store.history(mine) == [("create", 1)] and store.history(ours) == [("create", 1)]
+    assert store.notes_in(place.a) == ["mine.md"] and f"ours-{place.guild}.md" in surface.names(f"org/{place.org}")
 
 
 def test_read(surface: Surface, place: Place, store: Store) -> None:
