@@ -51,6 +51,7 @@ class Refusal(enum.Enum):
     NOT_TEXT = "a body that is not UTF-8 text"
     STALE = "a conditional write whose condition no longer holds"
     EXISTS = "the destination exists and the caller asked not to replace it"
+    TAKEN = "a create-only write onto a file that is there"
     LOCKED = "another client holds a WebDAV lock on the path"
 
 
@@ -161,6 +162,7 @@ class TreeSurface(Surface):
         Refusal.NOT_TEXT: frozenset({"Invalid"}),
         Refusal.STALE: frozenset({"PreconditionFailed"}),
         Refusal.EXISTS: frozenset({"AlreadyExists"}),
+        Refusal.TAKEN: frozenset({"PreconditionFailed"}),
         Refusal.LOCKED: frozenset({"Locked"}),
     }
 
@@ -227,6 +229,7 @@ class WebDavSurface(Surface):
         Refusal.NOT_TEXT: frozenset({400}),
         Refusal.STALE: frozenset({412}),
         Refusal.EXISTS: frozenset({412}),   # RFC 4918 9.9.4: Overwrite: F onto an existing resource
+        Refusal.TAKEN: frozenset({412}),
         Refusal.LOCKED: frozenset({423}),
     }
 
@@ -303,6 +306,7 @@ class FuseSurface(Surface):
         # fuse_mount/errors.py: a precondition the store refuses is ESTALE.
         Refusal.STALE: frozenset({"ESTALE"}),
         Refusal.EXISTS: frozenset({"EEXIST"}),
+        Refusal.TAKEN: frozenset({"EEXIST"}),   # the kernel's own answer to O_EXCL on a name it finds
         # fuse_mount/errors.py: "Locked: a WebDAV client holds a lease on the path" is EBUSY.
         Refusal.LOCKED: frozenset({"EBUSY"}),
     }

@@ -311,6 +311,16 @@ def test_a_body_that_is_not_utf8_is_refused(surface: Surface, place: Place, stor
 
 # --- more editors' saves -------------------------------------------------------------------------
 
+def test_a_create_only_write_leaves_an_existing_note(surface: Surface, place: Place, store: Store) -> None:
+    path = f"{place.g}/plan.md"
+    store.arrange.write(path, b"theirs\n")
+    with surface.refuses(Refusal.TAKEN):
+        surface.create_new(path, b"mine\n")
+    assert store.note(path)["content"] == "theirs\n" and store.history(path) == [("create", 1)]
+    surface.create_new(f"{place.g}/new.md", b"mine\n")
+    assert store.history(f"{place.g}/new.md") == [("create", 1)]
+
+
 def test_a_stale_rename_away_save_does_not_overwrite_a_newer_version(surface: Surface, place: Place,
                                                                      store: Store) -> None:
     """The editor moved K.md away and creates it anew expecting it gone (If-None-Match: *, or
