@@ -30,6 +30,9 @@ class OpenFile:
     wrote: bool = False
     # Created through the mount and not committed yet: the store does not have it.
     new: bool = False
+    # Created with O_EXCL ("it is not there"): the first commit is a create-only write
+    # (If-None-Match: *), so a rename-away save cannot overwrite a version saved meanwhile.
+    exclusive: bool = False
     # The file was unlinked (or renamed over) while open: its writes go nowhere, as on a disk.
     orphaned: bool = False
     # The last Node the store gave for this file (stat at open, or the commit's result).

@@ -288,6 +288,7 @@ class HostOperations(pyfuse3.Operations):
         # `cp` or an editor's save is one version.
         ino = self.inodes.remember(path)
         handle = self.handles.open(ino, path, writable=True, data=b"", new=True)
+        handle.exclusive = bool(flags & os.O_EXCL)
         return pyfuse3.FileInfo(fh=handle.fh), self._handle_attrs(handle)
 
     async def _load(self, handle: OpenFile) -> None:
@@ -328,7 +329,8 @@ class HostOperations(pyfuse3.Operations):
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
         body = bytes(handle.data or b"")
         try:
-            node = await self._call(operation, handle.path, "write", handle.path, body)
+            node = await self._call(operation, handle.path, "write", handle.path, body,
+                                    if_none_match=handle.new and handle.exclusive)
         except FUSEError:
             # Reported once (flush, which close() returns); release must not write it again.
             handle.dirty = handle.wrote = False

@@ -12,6 +12,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,22 @@ def insert_notes(db: Database, org_id: int, level: str, owner_id: int | None, co
                           FROM unnest(%s::text[], %s::text[], %s::text[]) AS t(k, p, c)""",
                      (org_id, level, owner_id if level == "guild" else None, owner_id if level == "agent" else None,
                       keys, [note_path(org_id, level, owner_id, k) for k in keys], contents))  # type: ignore[arg-type]
+
+
+def wait_for_lock_waiters(conninfo: str, n: int, timeout: float = 10.0) -> None:
+    """Return once ``n`` backends of this test's database wait on a lock (a row lock, an advisory
+    lock): a race test's writers are then inside their transactions, queued behind the one the test
+    holds, so the race is exercised every time instead of when a sleep happened to be long enough."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        while True:
+            waiting = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                   " AND datname = current_database()").fetchone()[0]
+            if waiting >= n:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{waiting} of the {n} expected backends waited on a lock within {timeout} s")
+            time.sleep(0.02)
 
 
 def free_port() -> int:

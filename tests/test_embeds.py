@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -10,6 +9,7 @@ from store import admin, embeds, notes, scripts, tasks
 from store.access import SYSTEM, Actor
 from store.agents import load_agent
 from store.errors import Embedded
+from tests.conftest import wait_for_lock_waiters
 
 OP = Actor("user", 1, "ada@example.com")
 
@@ -173,7 +173,7 @@ def test_the_embed_check_sees_a_task_saved_a_moment_earlier(db, boot) -> None:
         tasks.write_task(conn, org, agent, f"![[{path}]]", OP)
         t = threading.Thread(target=delete)
         t.start()
-        time.sleep(0.3)  # the delete is now waiting on the task's embed lock
+        wait_for_lock_waiters(db.conninfo, 1)  # the delete waits on the task's embed lock
         assert outcome == []
     t.join(10)
     assert len(outcome) == 1 and isinstance(outcome[0], Embedded)

@@ -10,7 +10,7 @@ from api.errors import status_of
 from store import admin, notes, tools
 from store.access import SYSTEM, Principal
 from store.errors import StoreError
-from tests.conftest import insert_notes
+from tests.conftest import insert_notes, wait_for_lock_waiters
 
 
 @pytest.fixture(params=["python", "http"])
@@ -292,8 +292,7 @@ def test_two_concurrent_writers_to_one_note_both_recorded(db, boot) -> None:
         for t in threads:
             t.start()
         gate.wait()
-        import time
-        time.sleep(0.3)
+        wait_for_lock_waiters(db.conninfo, 2)  # both writers queue on the held row
     for t in threads:
         t.join(10)
     assert sorted(r["version"] for r in results) == [2, 3]
@@ -308,17 +307,26 @@ def test_two_concurrent_writers_to_one_note_both_recorded(db, boot) -> None:
 
 def test_two_concurrent_creators_of_one_note_get_versions_one_and_two(db, boot) -> None:
     org, agent = boot["org_id"], boot["agent_id"]
+    with db.transaction() as conn:  # the agent's counter row exists, so creates queue on it
+        notes.write_note(conn, org, "agent", agent, "other.md", "x", SYSTEM)
     principal = Principal("service", None, "service", frozenset({org}))
     results: list[Any] = []
-    gate = threading.Barrier(2)
+    gate = threading.Barrier(3)
 
     def writer(text: str) -> None:
         gate.wait()
         results.append(tools.call(db, principal, agent, "note_write",
                                   {"level": "agent", "key": "new.md", "content": text}))
     threads = [threading.Thread(target=writer, args=(t,)) for t in ("A", "B")]
-    for t in threads:
-        t.start()
+    # Hold the counter row so that both creators have found no note and queue to create it: the
+    # one that loses the create must become the note's update, not an error or a second note.
+    with db.transaction() as holder:
+        holder.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = 'agent' AND owner_id = %s"
+                       " FOR UPDATE", (org, agent))
+        for t in threads:
+            t.start()
+        gate.wait()
+        wait_for_lock_waiters(db.conninfo, 2)
     for t in threads:
         t.join(10)
     assert sorted(r["version"] for r in results) == [1, 2]

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from conftest import insert_notes
+from tests.conftest import insert_notes, wait_for_lock_waiters
 from store import admin, host_families, notes
 from store.access import SYSTEM
 from store.db import Database
@@ -212,8 +212,7 @@ def test_moves_between_two_owners_in_opposite_directions_at_once_both_succeed(db
         for t in threads:
             t.start()
         gate.wait()
-        import time
-        time.sleep(0.5)
+        wait_for_lock_waiters(db.conninfo, 2)  # both moves queue inside their transactions
     for t in threads:
         t.join(30)
     assert errors == []

@@ -4,7 +4,6 @@ trailing newline, NFD text), and schema changes whose outcome depended on row or
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import psycopg
@@ -16,6 +15,7 @@ from store.access import SYSTEM, Door, Principal
 from store.db import Database
 from store.host import HostTree
 from store.paths import parse
+from tests.conftest import wait_for_lock_waiters
 
 NFD_CAFE = "cafe\u0301"   # "café" as macOS spells it
 NFC_CAFE = "caf\u00e9"
@@ -41,19 +41,6 @@ def collection(db: Database, service: Principal, boot: dict[str, Any], name: str
     coll = C.create_collection(db, service, boot["org_id"], {"name": name, "purpose": "p", "columns": columns})
     C.set_guild_access(db, service, boot["guild_id"], {"collection_id": coll.id, "mode": "write"})
     return coll
-
-
-def _waiting_on_locks(url: str, n: int, timeout: float = 10.0) -> None:
-    """Return once ``n`` backends wait on a row lock, so both writers have passed their check."""
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(url, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            waiting = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                   " AND datname = current_database()").fetchone()[0]
-            if waiting >= n:
-                return
-            time.sleep(0.02)
-    raise AssertionError(f"{n} writers never waited on the row lock")
 
 
 # --- 1. conditional writes are atomic ----------------------------------------------------------------
@@ -85,7 +72,7 @@ def test_two_writers_with_the_same_if_match_exactly_one_wins(db: Database, db_ur
     for t in threads:
         t.start()
     try:
-        _waiting_on_locks(db_url, 2)
+        wait_for_lock_waiters(db_url, 2)
     finally:
         blocker.rollback()
         blocker.close()
@@ -267,7 +254,7 @@ def test_a_move_onto_a_path_created_meanwhile_says_so(db: Database, db_url: str,
     t = threading.Thread(target=move)
     t.start()
     try:
-        _waiting_on_locks(db_url, 1)
+        wait_for_lock_waiters(db_url, 1)
     finally:
         other.commit()
         other.close()
