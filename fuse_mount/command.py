@@ -149,8 +149,11 @@ async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal)
         await nursery.start(follow_changes, conninfo, org_ids, invalidate, invalidate_all)
+        ops.nursery = nursery
         # Returns when the kernel ends the session (fusermount3 -u) or after terminate().
         await pyfuse3.main()
+        ops.nursery = None
+        await ops.commit_held()  # closed side files still in memory: the user had finished them
         nursery.cancel_scope.cancel()
 
 

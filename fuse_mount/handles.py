@@ -34,6 +34,8 @@ class OpenFile:
     orphaned: bool = False
     # The last Node the store gave for this file (stat at open, or the commit's result).
     node: Any = None
+    # Closed by its process but kept (a side file held for the rename that usually follows).
+    released: bool = False
 
     @property
     def size(self) -> int:
