@@ -167,6 +167,15 @@ class DirectoryListing:
         self._keys = [key for key, _ in self.entries]
         self._offsets.clear()
 
+    def shared(self) -> tuple[list[tuple[tuple[int, str], object]], list[tuple[int, str]]]:
+        """The filled entries, to be handed to another pass with ``share`` (they are not changed
+        after ``fill``; each pass keeps its own offsets)."""
+        return self.entries, self._keys
+
+    def share(self, filled: tuple[list[tuple[tuple[int, str], object]], list[tuple[int, str]]]) -> None:
+        self.entries, self._keys = filled
+        self._offsets.clear()
+
     def after(self, offset: int) -> Iterator[tuple[tuple[int, str], object]]:
         """The entries after the one ``offset`` named (all of them for 0). An iterator, not a
         copy: the kernel takes a few dozen entries per call, so a 10 000-entry folder is read in

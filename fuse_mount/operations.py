@@ -44,6 +44,12 @@ SHORT_CACHE_SECONDS = 1.0
 # over the note that usually follows then writes the note's next version in one transaction,
 # instead of a scratch write at fsync and a move at rename.
 HOLD_SIDE_SECONDS = 2.0
+# A folder's listing is kept for the next `ls` or `grep -r` this long. Events and this mount's own
+# writes drop it at once; the bound is for what sends no event (another client's side files and
+# rename-away saves in the user's scratch area), and is the 5 s the kernel kept names before.
+LISTING_SECONDS = 5.0
+# Host tree calls that change a folder's listing (their path arguments' folders are dropped).
+CHANGES_LISTING = frozenset({"write", "move", "copy", "delete"})
 BLOCK = 4096
 
 
@@ -77,6 +83,10 @@ class HostOperations(pyfuse3.Operations):
         self.uid, self.gid = os.getuid(), os.getgid()
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
+        # Folder path -> (expiry, shared entries) of its last listing; _listing_serial counts drops,
+        # so a listing that was being queried while something changed is not kept.
+        self._listings: dict[str, tuple[float, Any]] = {}
+        self._listing_serial = 0
         # Where closed side files wait to be committed (set by command.py's event loop); without
         # one, a side file is committed when it is released, as any other file.
         self.nursery: trio.Nursery | None = None
@@ -101,6 +111,17 @@ class HostOperations(pyfuse3.Operations):
             if quiet and isinstance(exc, NotFound):
                 raise FUSEError(errno.ENOENT) from None
             raise FUSEError(log_refusal(operation, path, exc)) from None
+        finally:
+            if method in CHANGES_LISTING:
+                self._drop_listings(*args)
+
+    def _drop_listings(self, *paths: Any) -> None:
+        """Forget the listings of the folders holding ``paths`` (and of ``paths`` themselves)."""
+        self._listing_serial += 1
+        for p in paths:
+            if isinstance(p, str):
+                self._listings.pop(parent_of(p), None)
+                self._listings.pop(p, None)
 
     def _peek(self, path: str) -> Any:
         """(node, bytes) from the store's event-kept content cache, answered in the event loop
@@ -254,12 +275,20 @@ class HostOperations(pyfuse3.Operations):
         path = self._path(inode)
         if start_id == 0:
             # One listing per pass (a bounded number of queries in the tree), kept for the
-            # kernel's follow-up calls; a rewind lists again.
-            nodes = await self._call("readdir", path, "list", path)
-            parent = parent_of(path)
-            dot = await self._folder("readdir", path)
-            dotdot = dot if not path else await self._folder("readdir", parent)
-            listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
+            # kernel's follow-up calls and, until something changes, for the next pass.
+            cached = self._listings.get(path)
+            if cached is not None and cached[0] > time.monotonic():
+                listing.share(cached[1])
+            else:
+                serial = self._listing_serial
+                nodes = await self._call("readdir", path, "list", path)
+                parent = parent_of(path)
+                dot = await self._folder("readdir", path)
+                dotdot = dot if not path else await self._folder("readdir", parent)
+                listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
+                if serial == self._listing_serial:
+                    self._listings[path] = (time.monotonic() + min(LISTING_SECONDS, _cache_seconds(path)),
+                                            listing.shared())
         for key, item in listing.after(start_id):
             child_path, node = item  # type: ignore[misc]
             is_dot = key[0] == 0
@@ -396,6 +425,7 @@ class HostOperations(pyfuse3.Operations):
     def _drop_phantom(self, handle: OpenFile) -> None:
         """A created file the tree refused: make the kernel forget the name it was given."""
         path = handle.path
+        self._drop_listings(path)
         self.inodes.remove(path)
         parent_ino = self.inodes.known(parent_of(path))
         if parent_ino is not None:
@@ -546,6 +576,7 @@ class HostOperations(pyfuse3.Operations):
     async def invalidate(self, path: str) -> None:
         """Something else changed ``path``: make the kernel ask again for its name, attributes and
         content, and for its folder's listing. Only what the kernel was told about needs it."""
+        self._drop_listings(path)
         ino = self.inodes.known(path)
         parent_ino = self.inodes.known(parent_of(path)) if path else None
         for target in (ino, parent_ino):
@@ -557,6 +588,9 @@ class HostOperations(pyfuse3.Operations):
 
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""
+        self._listing_serial += 1
+        self._listings.clear()
+        self._folders.clear()
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
 
