@@ -27,7 +27,7 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound
-from store.paths import is_side_file
+from store.paths import is_side_file, nfc
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -114,6 +114,13 @@ class HostOperations(pyfuse3.Operations):
         finally:
             if method in CHANGES_LISTING:
                 self._drop_listings(*args)
+
+    def _listed(self, folder: str) -> dict[str, Any] | None:
+        """name -> node of ``folder``'s listing while it is fresh, else None."""
+        cached = self._listings.get(folder)
+        if cached is None or cached[0] <= time.monotonic():
+            return None
+        return cached[1][1]
 
     def _drop_listings(self, *paths: Any) -> None:
         """Forget the listings of the folders holding ``paths`` (and of ``paths`` themselves)."""
@@ -205,6 +212,14 @@ class HostOperations(pyfuse3.Operations):
             if writer is not None and writer.new:
                 self.inodes.remember(path)
                 return self._handle_attrs(writer)
+        listed = self._listed(parent) if text not in (".", "..") else None
+        if listed is not None:
+            # The folder's listing is fresh (see readdir): it answers the name, present or not,
+            # as an editor's probe for a free temp name or grep's walk ask it, without a query.
+            node = listed.get(nfc(text))
+            if node is None:
+                raise FUSEError(errno.ENOENT)
+            return self._node_attrs(self.inodes.remember(path), node)
         hit = self._peek(path)
         node = hit[0] if hit is not None else await self._call("lookup", path, "stat", path, quiet=True)
         if text in (".", ".."):
@@ -278,7 +293,7 @@ class HostOperations(pyfuse3.Operations):
             # kernel's follow-up calls and, until something changes, for the next pass.
             cached = self._listings.get(path)
             if cached is not None and cached[0] > time.monotonic():
-                listing.share(cached[1])
+                listing.share(cached[1][0])
             else:
                 serial = self._listing_serial
                 nodes = await self._call("readdir", path, "list", path)
@@ -288,7 +303,7 @@ class HostOperations(pyfuse3.Operations):
                 listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
                 if serial == self._listing_serial:
                     self._listings[path] = (time.monotonic() + min(LISTING_SECONDS, _cache_seconds(path)),
-                                            listing.shared())
+                                            (listing.shared(), {n.name: n for n in nodes}))
         for key, item in listing.after(start_id):
             child_path, node = item  # type: ignore[misc]
             is_dot = key[0] == 0
