@@ -27,7 +27,8 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound
-from store.paths import is_side_file, nfc
+from fuse_mount.listings import MISSING, ListingCache
+from store.paths import is_side_file
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -83,10 +84,7 @@ class HostOperations(pyfuse3.Operations):
         self.uid, self.gid = os.getuid(), os.getgid()
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
-        # Folder path -> (expiry, shared entries) of its last listing; _listing_serial counts drops,
-        # so a listing that was being queried while something changed is not kept.
-        self._listings: dict[str, tuple[float, Any]] = {}
-        self._listing_serial = 0
+        self.listings = ListingCache()
         # Where closed side files wait to be committed (set by command.py's event loop); without
         # one, a side file is committed when it is released, as any other file.
         self.nursery: trio.Nursery | None = None
@@ -115,20 +113,11 @@ class HostOperations(pyfuse3.Operations):
             if method in CHANGES_LISTING:
                 self._drop_listings(*args)
 
-    def _listed(self, folder: str) -> dict[str, Any] | None:
-        """name -> node of ``folder``'s listing while it is fresh, else None."""
-        cached = self._listings.get(folder)
-        if cached is None or cached[0] <= time.monotonic():
-            return None
-        return cached[1][1]
-
     def _drop_listings(self, *paths: Any) -> None:
-        """Forget the listings of the folders holding ``paths`` (and of ``paths`` themselves)."""
-        self._listing_serial += 1
+        """``paths`` changed: what the kept listings say about them is unsure now."""
         for p in paths:
             if isinstance(p, str):
-                self._listings.pop(parent_of(p), None)
-                self._listings.pop(p, None)
+                self.listings.changed(p)
 
     def _peek(self, path: str) -> Any:
         """(node, bytes) from the store's event-kept content cache, answered in the event loop
@@ -212,14 +201,13 @@ class HostOperations(pyfuse3.Operations):
             if writer is not None and writer.new:
                 self.inodes.remember(path)
                 return self._handle_attrs(writer)
-        listed = self._listed(parent) if text not in (".", "..") else None
-        if listed is not None:
-            # The folder's listing is fresh (see readdir): it answers the name, present or not,
+        listed = self.listings.lookup(parent, text) if text not in (".", "..") else MISSING
+        if listed is not MISSING:
+            # The folder's listing is fresh (listings.py): it answers the name, present or not,
             # as an editor's probe for a free temp name or grep's walk ask it, without a query.
-            node = listed.get(nfc(text))
-            if node is None:
+            if listed is None:
                 raise FUSEError(errno.ENOENT)
-            return self._node_attrs(self.inodes.remember(path), node)
+            return self._node_attrs(self.inodes.remember(path), listed)
         hit = self._peek(path)
         node = hit[0] if hit is not None else await self._call("lookup", path, "stat", path, quiet=True)
         if text in (".", ".."):
@@ -291,19 +279,18 @@ class HostOperations(pyfuse3.Operations):
         if start_id == 0:
             # One listing per pass (a bounded number of queries in the tree), kept for the
             # kernel's follow-up calls and, until something changes, for the next pass.
-            cached = self._listings.get(path)
-            if cached is not None and cached[0] > time.monotonic():
-                listing.share(cached[1][0])
+            cached = self.listings.entries(path)
+            if cached is not None:
+                listing.share(cached)
             else:
-                serial = self._listing_serial
+                serial = self.listings.serial
                 nodes = await self._call("readdir", path, "list", path)
                 parent = parent_of(path)
                 dot = await self._folder("readdir", path)
                 dotdot = dot if not path else await self._folder("readdir", parent)
                 listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
-                if serial == self._listing_serial:
-                    self._listings[path] = (time.monotonic() + min(LISTING_SECONDS, _cache_seconds(path)),
-                                            (listing.shared(), {n.name: n for n in nodes}))
+                self.listings.put(path, serial, listing.shared(), nodes,
+                                  min(LISTING_SECONDS, _cache_seconds(path)))
         for key, item in listing.after(start_id):
             child_path, node = item  # type: ignore[misc]
             is_dot = key[0] == 0
@@ -454,7 +441,9 @@ class HostOperations(pyfuse3.Operations):
 
     async def flush(self, fh: int) -> None:
         handle = self.handles.get(fh)
-        if not self._held(handle):
+        if self._held(handle):
+            handle.flushed = True
+        else:
             await self._commit(handle, "save", at_flush=True)
 
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -490,8 +479,9 @@ class HostOperations(pyfuse3.Operations):
             self.handles.close(handle.fh)
 
     async def commit_held(self) -> None:
-        """At unmount: closed side files still held in memory go to the scratch area now."""
-        for handle in [h for h in self.handles.all() if h.released]:
+        """At unmount: closed side files still held in memory go to the scratch area now (a
+        close's release may still be on its way when the unmount comes)."""
+        for handle in [h for h in self.handles.all() if h.released or (h.flushed and h.needs_commit)]:
             await self._commit_released(handle)
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
@@ -603,8 +593,7 @@ class HostOperations(pyfuse3.Operations):
 
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""
-        self._listing_serial += 1
-        self._listings.clear()
+        self.listings.clear()
         self._folders.clear()
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
@@ -612,7 +601,7 @@ class HostOperations(pyfuse3.Operations):
     def discard_unsaved(self) -> list[str]:
         """At unmount: files still open with unsaved bytes are not committed (the writer had not
         finished); return their paths for the log."""
-        return [h.path for h in self.handles.all() if h.needs_commit and not h.released]
+        return [h.path for h in self.handles.all() if h.needs_commit]
 
 
 def _invalidate_inode(ino: int) -> None:
