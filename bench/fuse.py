@@ -1,7 +1,17 @@
-"""The FUSE mount against local disk: `ls -l` of a 10 000-note folder, reading every note once, and
-`grep -r` over them, each beside the same files in a local directory, as a ratio.
+"""The FUSE mount against local disk, measured the way a user meets it: `ls -l` of a 10 000-note
+folder, reading every note once, `grep -r`, 200 editor saves (temp file, fsync, rename over), and
+how soon a change made elsewhere shows through the mount, each as a ratio to the same work on the
+same files in a local folder.
 
-    .venv/bin/python -m bench.fuse [--notes 10000]   (HOSTFINDER_BENCH_DATABASE_URL: use that server)
+    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone]
+    (HOSTFINDER_BENCH_DATABASE_URL: use that server)
+
+The notes are written through a first mount (as a user's are), then that mount is stopped and a
+fresh `hostfinder mount` with its default options is measured: nothing is warm that a user's first
+`ls -l` after mounting would not find warm. ``--peer rclone`` mounts a copy of the local folder with
+`rclone mount --vfs-cache-mode writes` beside it: another FUSE file system in a user-space process
+over the same files, so its ratio shows what the FUSE round trips cost with a fast backend (a local
+disk), and ours shows what the store adds on top.
 
 Without a URL it starts a private PostgreSQL in a temporary directory (fsync off, as the tests do)
 and removes it afterwards. Needs /dev/fuse."""
@@ -10,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import requests
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -30,15 +42,18 @@ from store.host import HostTree  # noqa: E402
 
 BODY = ("# Note {i}\n\nA finding about topic {i}: the mount reads it like a local file.\n"
         "Second line with some words to search, lorem ipsum dolor sit amet.\n")
+SAVES = 200
+VISIBILITY_PROBES = 10
 
 
-def body(i: int) -> bytes:
-    return BODY.format(i=i).encode() + (b"needle\n" if i % 100 == 0 else b"")
+def body(i: int, edit: int = 0) -> bytes:
+    text = BODY.format(i=i).encode() + (b"needle\n" if i % 100 == 0 else b"")
+    return text + (f"edit {edit}\n".encode() if edit else b"")
 
 
 def timed(fn: Callable[[], object], runs: int = 3) -> tuple[float, float]:
-    """(first run, best of ``runs``) in seconds: the first meets empty caches, the best is the
-    figure least disturbed by other work on the machine."""
+    """(first run, best of ``runs``) in seconds: the first meets whatever the fresh mount has
+    cached, the best is the warm figure least disturbed by other work on the machine."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -47,8 +62,8 @@ def timed(fn: Callable[[], object], runs: int = 3) -> tuple[float, float]:
     return times[0], min(times)
 
 
-def run(*cmd: str | Path) -> None:
-    subprocess.run([str(c) for c in cmd], check=True, stdout=subprocess.DEVNULL)
+def ls_l(folder: Path) -> None:
+    subprocess.run(["ls", "-l", str(folder)], check=True, stdout=subprocess.DEVNULL)
 
 
 def read_all(folder: Path) -> int:
@@ -61,12 +76,55 @@ def read_all(folder: Path) -> int:
     return total
 
 
+def grep_r(folder: Path) -> None:
+    subprocess.run(["grep", "-r", "needle", str(folder)], stdout=subprocess.DEVNULL)
+
+
+def editor_saves(folder: Path, count: int = SAVES) -> None:
+    """What atomic-save editors and libraries do: a temp file beside the note (Python's mkstemp
+    name), write, fsync, close, rename over the note."""
+    for k in range(count):
+        fd, tmp = tempfile.mkstemp(dir=folder)
+        try:
+            os.write(fd, body(k, edit=k + 1))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, folder / f"note-{k:05d}.md")
+
+
+def wait_mounted(mountpoint: Path, proc: subprocess.Popen, log: Path) -> bool:
+    deadline = time.monotonic() + 60
+    while not os.path.ismount(mountpoint):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            print(log.read_text(errors="replace"), file=sys.stderr)
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def stop(proc: subprocess.Popen | None, mountpoint: Path) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    if os.path.ismount(mountpoint):
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--peer", choices=["rclone"], action="append", default=[],
+                        help="also measure `rclone mount --vfs-cache-mode writes` of a copy of the local folder")
     args = parser.parse_args()
     if not os.path.exists("/dev/fuse"):
         print("bench/fuse.py: /dev/fuse is missing; the mount benchmark needs FUSE", file=sys.stderr)
+        return 1
+    if "rclone" in args.peer and shutil.which("rclone") is None:
+        print("bench/fuse.py: --peer rclone needs rclone on PATH", file=sys.stderr)
         return 1
 
     work = Path(tempfile.mkdtemp(prefix="hostfinder-bench-fuse-"))
@@ -78,72 +136,141 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def start_hostfinder(url: str, mountpoint: Path, log: Path) -> subprocess.Popen:
+    mountpoint.mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "gateway", "mount", str(mountpoint), "--user",
+                             "bench@example.com", "--database-url", url], cwd=REPO,
+                            stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+
+
+def start_gateway(url: str, work: Path, procs: list) -> requests.Session:
+    """`hostfinder serve` on the bench database; a session with the bench user's Basic auth whose
+    ``base`` is the gateway's URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = work / "gateway.log"
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+                             "--no-demo", "--database-url", url], cwd=REPO, stdout=open(log, "ab"),
+                            stderr=subprocess.STDOUT)
+    procs.append((proc, work / "no-mount"))
+    session = requests.Session()
+    session.auth = ("bench@example.com", "bench password")
+    session.base = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            session.request("OPTIONS", f"{session.base}/dav/", timeout=2)  # type: ignore[attr-defined]
+            return session
+        except requests.ConnectionError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the gateway did not start:\n{log.read_text(errors='replace')}") from None
+            time.sleep(0.1)
+
+
 def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
-    proc = None
-    mountpoint = work / "mnt"
+    procs: list[tuple[subprocess.Popen | None, Path]] = []
     try:
-        with Database(url, min_size=1, max_size=9) as db:
+        with Database(url, min_size=1, max_size=4) as db:
             boot = admin.bootstrap(db, email="bench@example.com", password="bench password")
             principal = Door(db).principal_for_email("bench@example.com")
             org = boot["org_id"]
+
+            # The notes, written through a first mount as a user would (cp, an editor).
+            seed_mnt, log = work / "seed", work / "mount.log"
+            proc = start_hostfinder(url, seed_mnt, log)
+            procs.append((proc, seed_mnt))
+            if not wait_mounted(seed_mnt, proc, log):
+                return 1
             start = time.perf_counter()
 
             def write(chunk: range) -> None:
-                tree = HostTree(db, principal)  # type: ignore[arg-type]
                 for i in chunk:
-                    tree.write(f"org/{org}/note-{i:05d}.md", body(i))
+                    (seed_mnt / "org" / str(org) / f"note-{i:05d}.md").write_bytes(body(i))
             step = max(1, args.notes // 8)
             with ThreadPoolExecutor(8) as pool:
                 list(pool.map(write, [range(s, min(s + step, args.notes)) for s in range(0, args.notes, step)]))
-            print(f"seeded {args.notes} notes in {time.perf_counter() - start:.1f} s", flush=True)
+            print(f"wrote {args.notes} notes through a mount in {time.perf_counter() - start:.1f} s", flush=True)
+            stop(proc, seed_mnt)
 
-        local = work / "local"
-        local.mkdir()
-        for i in range(args.notes):
-            (local / f"note-{i:05d}.md").write_bytes(body(i))
+            local = work / "local"
+            local.mkdir()
+            for i in range(args.notes):
+                (local / f"note-{i:05d}.md").write_bytes(body(i))
+            targets: dict[str, Path] = {"local": local}
 
-        mountpoint.mkdir()
-        log = open(work / "mount.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "gateway", "mount", str(mountpoint), "--user",
-                                 "bench@example.com", "--database-url", url], cwd=REPO, stdout=log,
-                                stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not os.path.ismount(mountpoint):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                print((work / "mount.log").read_text(), file=sys.stderr)
+            mnt = work / "mnt"
+            proc = start_hostfinder(url, mnt, log)
+            procs.append((proc, mnt))
+            if not wait_mounted(mnt, proc, log):
                 return 1
-            time.sleep(0.05)
-        folder = mountpoint / "org" / str(org)
+            targets["hostfinder"] = mnt / "org" / str(org)
 
-        assert sorted(n for n in os.listdir(folder) if n.endswith(".md")) == sorted(os.listdir(local)), \
-            "the mount and the local copy list different notes"
-        time.sleep(6)  # let the kernel's cached entries expire: the first timed run starts cold
-        rows = [
-            ("ls -l, 10 000-note folder", lambda d: run("ls", "-l", d)),
-            ("read every note once", read_all),
-            ("grep -r over the notes", lambda d: subprocess.run(["grep", "-r", "needle", str(d)],
-                                                                stdout=subprocess.DEVNULL)),
-        ]
-        print(f"\n{'operation':<28} {'mount 1st':>10} {'mount':>9} {'local':>9} {'ratio':>8}")
-        for label, fn in rows:
-            label = label.replace("10 000", f"{args.notes:,}".replace(",", " "))
-            first, mounted = timed(lambda: fn(folder))
-            on_disk = timed(lambda: fn(local))[1]
-            print(f"{label:<28} {first * 1000:>8.0f}ms {mounted * 1000:>7.0f}ms {on_disk * 1000:>7.1f}ms "
-                  f"{mounted / on_disk:>7.1f}x", flush=True)
-        print("\n(mount 1st: the first run, kernel caches cold; mount and local: best of 3 runs; ratio: "
-              "best mount / best local. Names and attributes stay in the kernel for 5 s; a note's pages stay "
-              "in the kernel across opens until a change event drops them)")
+            if "rclone" in args.peer:
+                source, rmnt = work / "rclone-source", work / "rclone-mnt"
+                shutil.copytree(local, source)
+                rmnt.mkdir()
+                rlog = work / "rclone.log"
+                rproc = subprocess.Popen(["rclone", "mount", str(source), str(rmnt), "--vfs-cache-mode", "writes",
+                                          "--cache-dir", str(work / "rclone-cache")],
+                                         stdout=open(rlog, "ab"), stderr=subprocess.STDOUT)
+                procs.append((rproc, rmnt))
+                if not wait_mounted(rmnt, rproc, rlog):
+                    return 1
+                targets["rclone"] = rmnt
+
+            rows: list[tuple[str, Callable[[Path], object], int]] = [
+                (f"ls -l, {args.notes} notes", ls_l, 3),
+                ("read every note once", read_all, 3),
+                ("grep -r over the notes", grep_r, 3),
+                (f"{SAVES} editor saves", editor_saves, 1),
+            ]
+            names = list(targets)
+            header = f"{'operation':<26}" + "".join(f"{n + ' 1st':>16}{n:>11}" for n in names)
+            header += "".join(f"{n + ' ratio':>18}" for n in names if n != "local")
+            print("\n" + header)
+            for label, fn, runs in rows:
+                best: dict[str, float] = {}
+                line = f"{label:<26}"
+                for name in names:  # the local reference first, then each mount, in the same minute
+                    first, best[name] = timed(lambda: fn(targets[name]), runs)
+                    line += f"{first * 1000:>14.0f}ms{best[name] * 1000:>9.0f}ms"
+                line += "".join(f"{best[n] / best['local']:>17.1f}x" for n in names if n != "local")
+                print(line, flush=True)
+
+            # A change made elsewhere: a WebDAV PUT to a gateway on the same database, and the
+            # store's own write from this process (what the API's tool route runs): how long
+            # until the mount shows the new bytes, the kernel having held the old ones.
+            gateway = start_gateway(url, work, procs)
+            tree = HostTree(db, principal)  # type: ignore[arg-type]
+
+            def put(name: str, data: bytes) -> None:
+                answer = gateway.put(f"{gateway.base}/dav/org/{org}/{name}", data=data)  # type: ignore[attr-defined]
+                assert answer.status_code in (200, 201, 204), answer.text
+            writers = [("a WebDAV PUT", put), ("a store write (the API's path)",
+                                                lambda name, data: tree.write(f"org/{org}/{name}", data))]
+            print()
+            for label, write_elsewhere in writers:
+                worst = 0.0
+                for k in range(VISIBILITY_PROBES):
+                    name = f"note-{k + 500:05d}.md"
+                    (targets["hostfinder"] / name).read_bytes()  # the kernel holds its pages now
+                    new = body(k + 500, edit=int(time.time() * 1000))
+                    start = time.perf_counter()
+                    write_elsewhere(name, new)
+                    while (targets["hostfinder"] / name).read_bytes() != new:
+                        if time.perf_counter() - start > 10:
+                            break
+                        time.sleep(0.002)
+                    worst = max(worst, time.perf_counter() - start)
+                print(f"a change via {label} is visible through the mount within {worst * 1000:.0f} ms "
+                      f"(worst of {VISIBILITY_PROBES}, the write's own time included)")
+            print("\n(1st: the first run on the fresh mount; then best of 3 runs (saves: one run); "
+                  "ratio: best mount / best local)")
         return 0
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        if os.path.ismount(mountpoint):
-            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+        for proc, where in reversed(procs):
+            stop(proc, where)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """`hostfinder mount`: check, open the store, mount, serve in the foreground, unmount.
 
-Called by gateway/cli.py's `mount` subcommand. Each way it can fail before mounting (no FUSE, a
+Called by gateway/cli.py's `mount` subcommand, which hands it the way to open the store (the
+gateway's StoreRuntime: a --database-url, or the embedded PostgreSQL), so the mount imports
+nothing from the gateway and opens the store exactly as `serve` does. Each way it can fail before mounting (no FUSE, a
 mount point that is not an empty directory, an unknown user) prints one sentence and exits 1.
 Ctrl-C, SIGTERM and SIGHUP end it cleanly (unmounted); so does `fusermount3 -u MOUNTPOINT`, which
 ends pyfuse3's loop. A killed process writes nothing half-way: open files are committed only whole.
@@ -15,15 +17,19 @@ import os
 import signal
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import pyfuse3
 import trio
 
 from fuse_mount.events import follow_changes
 from fuse_mount.operations import HostOperations
+from store.access import Door
+from store.db import Database
 from store.filecache import FileCache
+from store.host import HostTree
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -35,11 +41,24 @@ class MountError(Exception):
     """One sentence for stderr, exit status 1."""
 
 
-def run_mount(args: argparse.Namespace, config: Any) -> int:
+class StoreOpener(Protocol):
+    """What opens the store for the mount (gateway.runtime.StoreRuntime): ``open`` returns the
+    pool, ``conninfo`` is then set (the change feed and the content cache listen on it), ``close``
+    stops whatever ``open`` started."""
+
+    conninfo: str
+
+    def open(self) -> Database: ...
+
+    def close(self) -> None: ...
+
+
+def run_mount(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> int:
     """Mount the tree at ``args.mountpoint`` as ``args.user`` (optionally one ``args.org``) until
-    stopped; 0 after a clean unmount, 1 with a sentence on stderr when it cannot start."""
+    stopped; 0 after a clean unmount, 1 with a sentence on stderr when it cannot start.
+    ``open_store(pool_size)`` makes the store's opener; it is called only once the checks pass."""
     try:
-        return _run(args, config)
+        return _run(args, open_store)
     except MountError as exc:
         print(f"hostfinder: {exc}", file=sys.stderr)
         return 1
@@ -80,16 +99,11 @@ def check_mountpoint(path: Path) -> str:
     return os.path.abspath(path)
 
 
-def _run(args: argparse.Namespace, config: Any) -> int:
+def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> int:
     check_fuse()
     mountpoint = check_mountpoint(Path(args.mountpoint))
 
-    # Imported here: gateway imports this module, not the other way round at import time.
-    from gateway.runtime import StoreRuntime
-    from store.access import Door
-    from store.host import HostTree
-
-    runtime = StoreRuntime(config, pool_size=POOL_SIZE)
+    runtime = open_store(POOL_SIZE)
     db = runtime.open()
     cache: FileCache | None = None
     try:
@@ -149,8 +163,11 @@ async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal)
         await nursery.start(follow_changes, conninfo, org_ids, invalidate, invalidate_all)
+        ops.nursery = nursery
         # Returns when the kernel ends the session (fusermount3 -u) or after terminate().
         await pyfuse3.main()
+        ops.nursery = None
+        await ops.commit_held()  # closed side files still in memory: the user had finished them
         nursery.cancel_scope.cancel()
 
 

@@ -11,9 +11,6 @@ from __future__ import annotations
 import errno
 import logging
 
-import psycopg
-import psycopg_pool
-
 from store import errors as e
 
 log = logging.getLogger("hostfinder.fuse")
@@ -48,10 +45,6 @@ ERRNO: dict[type[e.StoreError], int] = {
     e.Unavailable: errno.EIO,
 }
 
-# The store is unreachable: store.db says so with Unavailable; the driver's own exceptions only
-# reach here from code that talks to PostgreSQL without store.db (the change-event follower).
-UNAVAILABLE = (e.Unavailable, psycopg_pool.PoolTimeout, psycopg.OperationalError)
-
 
 def errno_for(exc: BaseException) -> int:
     """The errno for ``exc``: the table above for store errors, EIO for anything else."""
@@ -75,7 +68,7 @@ def log_refusal(operation: str, path: str, exc: BaseException) -> int:
     name = errno.errorcode.get(code, str(code))
     if isinstance(exc, e.StoreError) and not isinstance(exc, e.Unavailable):
         log.info("refused %s %s: %s [%s]", operation, path or "/", describe(exc), name)
-    elif isinstance(exc, UNAVAILABLE):
+    elif isinstance(exc, e.Unavailable):  # store.db and store.changefeed both say it so
         log.warning("%s %s failed: the store is unavailable (%s) [%s]", operation, path or "/",
                     str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, name)
     else:

@@ -1,19 +1,19 @@
 """Live changes: LISTEN for ``guild.files.changed`` and make the kernel forget what changed.
 
 A note written over WebDAV, through the API or by an agent's tool commits with a NOTIFY
-(store.provenance.record_change). The mount listens on a connection of its own (a pooled one
-would be handed to other work between waits) and, for each event, invalidates the kernel's cached
-name, attributes and pages for that path, so the next ``ls`` or ``cat`` asks the tree again.
+(store.provenance.record_change). The mount follows the store's change feed (store.changefeed, a
+connection of its own) and, for each changed path, invalidates the kernel's cached name,
+attributes and pages, so the next ``ls`` or ``cat`` asks the tree again.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
-import psycopg
 import trio
 
-from store.events import ChangeListener, tree_paths
+from store.changefeed import ChangeFeed
+from store.errors import Unavailable
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -26,13 +26,12 @@ async def follow_changes(conninfo: str, org_ids: Iterable[int],
                          *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Run until cancelled: invalidate each changed path of the mounted organisations. A lost
     connection is retried; events missed meanwhile are covered by dropping every cached entry."""
-    orgs = set(org_ids)
-    listener = ChangeListener(conninfo)
+    feed = ChangeFeed(conninfo, org_ids)
     started = False
     try:
         while True:
             try:
-                await trio.to_thread.run_sync(listener.connect, abandon_on_cancel=True)
+                await trio.to_thread.run_sync(feed.connect, abandon_on_cancel=True)
                 if started:
                     log.info("change events: listening again; refreshing every cached entry")
                     await invalidate_all()
@@ -40,19 +39,15 @@ async def follow_changes(conninfo: str, org_ids: Iterable[int],
                     started = True
                     task_status.started()
                 while True:
-                    events = await trio.to_thread.run_sync(listener.wait, 1.0, abandon_on_cancel=True)
-                    for event in events:
-                        if event.get("org_id") not in orgs:
-                            continue
-                        for path in tree_paths(event):
-                            log.debug("changed elsewhere: %s (%s)", path, event.get("operation"))
-                            await invalidate(path)
-            except psycopg.OperationalError as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                log.warning("change events: connection lost (%s); retrying in %.0f s", first, RETRY_SECONDS)
+                    changes = await trio.to_thread.run_sync(feed.wait, 1.0, abandon_on_cancel=True)
+                    for path, operation in changes:
+                        log.debug("changed elsewhere: %s (%s)", path, operation)
+                        await invalidate(path)
+            except Unavailable as exc:
+                log.warning("change events: %s; retrying in %.0f s", exc, RETRY_SECONDS)
                 if not started:
                     started = True
                     task_status.started()
                 await trio.sleep(RETRY_SECONDS)
     finally:
-        listener.close()
+        feed.close()

@@ -37,6 +37,11 @@ class OpenFile:
     orphaned: bool = False
     # The last Node the store gave for this file (stat at open, or the commit's result).
     node: Any = None
+    # Closed by its process but kept (a side file held for the rename that usually follows).
+    released: bool = False
+    # Flushed (a close) since its last write: what it holds is what a process closed, even if
+    # the kernel's release has not arrived yet.
+    flushed: bool = False
 
     @property
     def size(self) -> int:
@@ -53,6 +58,7 @@ class OpenFile:
             self.data.extend(b"\0" * (offset - len(self.data)))
         self.data[offset:end] = buf
         self.dirty = self.wrote = True
+        self.flushed = False
         return len(buf)
 
     def truncate(self, size: int) -> None:
@@ -62,6 +68,7 @@ class OpenFile:
         else:
             self.data.extend(b"\0" * (size - len(self.data)))
         self.dirty = self.wrote = True
+        self.flushed = False
 
     @property
     def needs_commit(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import posixpath
+from collections.abc import Iterator
 
 import pyfuse3
 
@@ -39,6 +40,10 @@ class InodeTable:
         self._lookups: dict[int, int] = {}
         # Inodes whose path is gone but that the kernel still holds: inode -> last path.
         self._detached: dict[int, str] = {}
+        # Every path that is the parent of a numbered path: only those can have paths below them
+        # to carry along on a remove or rename, so a note's rename (an editor's save) in a folder
+        # of 10 000 numbered notes does not scan them all.
+        self._parents: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._by_inode)
@@ -57,6 +62,7 @@ class InodeTable:
             ino = next(self._next)
             self._by_path[path] = ino
             self._by_inode[ino] = path
+            self._add_parents(path)
         return ino
 
     def known(self, path: str) -> int | None:
@@ -98,9 +104,10 @@ class InodeTable:
         ino = self._by_path.pop(path, None)
         if ino is not None:
             self._detach(ino, path)
-        prefix = path + "/"
-        for child in [p for p in self._by_path if p.startswith(prefix)]:
-            self._detach(self._by_path.pop(child), child)
+        if path in self._parents:
+            prefix = path + "/"
+            for child in [p for p in self._by_path if p.startswith(prefix)]:
+                self._detach(self._by_path.pop(child), child)
         return ino
 
     def rename(self, old: str, new: str) -> int:
@@ -115,13 +122,25 @@ class InodeTable:
             return self.inode_for(new)
         self._by_path[new] = ino
         self._by_inode[ino] = new
+        self._add_parents(new)
+        if old not in self._parents:
+            return ino
         prefix = old + "/"
         for child in [p for p in self._by_path if p.startswith(prefix)]:
             cino = self._by_path.pop(child)
             moved = new + child[len(old):]
             self._by_path[moved] = cino
             self._by_inode[cino] = moved
+            self._add_parents(moved)
         return ino
+
+    def _add_parents(self, path: str) -> None:
+        parent = parent_of(path)
+        while parent not in self._parents:
+            self._parents.add(parent)
+            if not parent:
+                return
+            parent = parent_of(parent)
 
     def _detach(self, ino: int, path: str) -> None:
         self._by_inode.pop(ino, None)
@@ -148,14 +167,25 @@ class DirectoryListing:
         self._keys = [key for key, _ in self.entries]
         self._offsets.clear()
 
-    def after(self, offset: int) -> list[tuple[tuple[int, str], object]]:
-        """The entries after the one ``offset`` named (all of them for 0)."""
+    def shared(self) -> tuple[list[tuple[tuple[int, str], object]], list[tuple[int, str]]]:
+        """The filled entries, to be handed to another pass with ``share`` (they are not changed
+        after ``fill``; each pass keeps its own offsets)."""
+        return self.entries, self._keys
+
+    def share(self, filled: tuple[list[tuple[tuple[int, str], object]], list[tuple[int, str]]]) -> None:
+        self.entries, self._keys = filled
+        self._offsets.clear()
+
+    def after(self, offset: int) -> Iterator[tuple[tuple[int, str], object]]:
+        """The entries after the one ``offset`` named (all of them for 0). An iterator, not a
+        copy: the kernel takes a few dozen entries per call, so a 10 000-entry folder is read in
+        hundreds of calls, and copying the rest of the list at each would cost its square."""
         if offset == 0:
-            return self.entries
+            return iter(self.entries)
         key = self._offsets.get(offset)
         if key is None:
-            return []
-        return self.entries[bisect.bisect_right(self._keys, key):]
+            return iter(())
+        return itertools.islice(self.entries, bisect.bisect_right(self._keys, key), None)
 
     def offset_for(self, key: tuple[int, str]) -> int:
         """A fresh offset that names ``key`` (what ``readdir_reply`` gets as next_id)."""

@@ -14,6 +14,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -26,13 +27,35 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound
+from fuse_mount.listings import MISSING, ListingCache
+from store.paths import is_side_file
 
 log = logging.getLogger("hostfinder.fuse")
 
 # How long the kernel may keep names and attributes without asking again. Changes made elsewhere
-# are pushed by events.py (invalidation), so this only bounds staleness if an event is missed.
-CACHE_SECONDS = 5.0
+# are pushed by events.py (invalidation, and everything is dropped when the listener reconnects),
+# so this only bounds how long a missed event could leave a stale name or size: long enough that a
+# user's repeated `grep -r` or build never asks again, short enough to heal within a minute.
+CACHE_SECONDS = 60.0
+# Records and collection.json get no event per file when a schema change rewrites them all, so
+# their names and sizes are kept only briefly (and their pages not at all, see open()).
+SHORT_CACHE_SECONDS = 1.0
+# A side file created through the mount (an editor's temp file, Python's mkstemp name) is kept in
+# memory after it is closed, for this long, before it goes to the user's scratch area: the rename
+# over the note that usually follows then writes the note's next version in one transaction,
+# instead of a scratch write at fsync and a move at rename.
+HOLD_SIDE_SECONDS = 2.0
+# A folder's listing is kept for the next `ls` or `grep -r` this long. Events and this mount's own
+# writes drop it at once; the bound is for what sends no event (another client's side files and
+# rename-away saves in the user's scratch area), and is the 5 s the kernel kept names before.
+LISTING_SECONDS = 5.0
+# Host tree calls that change a folder's listing (their path arguments' folders are dropped).
+CHANGES_LISTING = frozenset({"write", "move", "copy", "delete"})
 BLOCK = 4096
+
+
+def _cache_seconds(path: str) -> float:
+    return SHORT_CACHE_SECONDS if "/collections/" in f"/{path}/" else CACHE_SECONDS
 
 
 def _ns(when: datetime | None) -> int:
@@ -59,6 +82,12 @@ class HostOperations(pyfuse3.Operations):
         self._locks: dict[int, trio.Lock] = {}
         self._dir_serial = 0
         self.uid, self.gid = os.getuid(), os.getgid()
+        # Folders' nodes (writable or not), for create: they change only when a folder goes.
+        self._folders: dict[str, tuple[float, Any]] = {}
+        self.listings = ListingCache()
+        # Where closed side files wait to be committed (set by command.py's event loop); without
+        # one, a side file is committed when it is released, as any other file.
+        self.nursery: trio.Nursery | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -80,6 +109,39 @@ class HostOperations(pyfuse3.Operations):
             if quiet and isinstance(exc, NotFound):
                 raise FUSEError(errno.ENOENT) from None
             raise FUSEError(log_refusal(operation, path, exc)) from None
+        finally:
+            if method in CHANGES_LISTING:
+                self._drop_listings(*args)
+
+    def _drop_listings(self, *paths: Any) -> None:
+        """``paths`` changed: what the kept listings say about them is unsure now."""
+        for p in paths:
+            if isinstance(p, str):
+                self.listings.changed(p)
+
+    def _peek(self, path: str) -> Any:
+        """(node, bytes) from the store's event-kept content cache, answered in the event loop
+        with no thread hop and no query; None when only the store can answer."""
+        try:
+            return self._tree().peek(path)
+        except Exception:  # the full path gives any refusal its errno and log line
+            return None
+
+    def _inline(self, operation: str, path: str, method: str, *args: Any) -> Any:
+        """A Host tree call that runs no query (a name check): in the event loop, errors as _call."""
+        try:
+            return getattr(self._tree(), method)(*args)
+        except Exception as exc:
+            raise FUSEError(log_refusal(operation, path, exc)) from None
+
+    async def _folder(self, operation: str, path: str) -> Any:
+        hit = self._folders.get(path)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        node = await self._call(operation, path, "stat", path)
+        if node.is_dir:
+            self._folders[path] = (time.monotonic() + CACHE_SECONDS, node)
+        return node
 
     def _path(self, ino: int) -> str:
         try:
@@ -88,12 +150,11 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(errno.ENOENT) from None
 
     def _attrs(self, ino: int, *, is_dir: bool, writable: bool, size: int, modified: datetime | None,
-               created: datetime | None) -> pyfuse3.EntryAttributes:
+               created: datetime | None, path: str = "") -> pyfuse3.EntryAttributes:
         a = pyfuse3.EntryAttributes()
         a.st_ino = ino
         a.generation = 0
-        a.entry_timeout = CACHE_SECONDS
-        a.attr_timeout = CACHE_SECONDS
+        a.entry_timeout = a.attr_timeout = _cache_seconds(path)
         # Mode bits tell the truth: 0444 for read-only files (collections, history), 0555 for
         # folders that refuse new files. Permission to write is the tree's, not the caller's uid.
         if is_dir:
@@ -113,7 +174,7 @@ class HostOperations(pyfuse3.Operations):
     def _node_attrs(self, ino: int, node: Any, size: int | None = None) -> pyfuse3.EntryAttributes:
         return self._attrs(ino, is_dir=node.is_dir, writable=node.writable,
                            size=node.size if size is None else size,
-                           modified=node.modified_at, created=node.created_at)
+                           modified=node.modified_at, created=node.created_at, path=node.path)
 
     def _handle_attrs(self, handle: OpenFile) -> pyfuse3.EntryAttributes:
         """A file being written: its size is the uncommitted body's."""
@@ -121,7 +182,7 @@ class HostOperations(pyfuse3.Operations):
         now = datetime.now().astimezone()
         return self._attrs(handle.ino, is_dir=False, writable=True, size=handle.size,
                            modified=getattr(node, "modified_at", None) or now,
-                           created=getattr(node, "created_at", None) or now)
+                           created=getattr(node, "created_at", None) or now, path=handle.path)
 
     # -- names and attributes ---------------------------------------------------------------
 
@@ -140,7 +201,15 @@ class HostOperations(pyfuse3.Operations):
             if writer is not None and writer.new:
                 self.inodes.remember(path)
                 return self._handle_attrs(writer)
-        node = await self._call("lookup", path, "stat", path, quiet=True)
+        listed = self.listings.lookup(parent, text) if text not in (".", "..") else MISSING
+        if listed is not MISSING:
+            # The folder's listing is fresh (listings.py): it answers the name, present or not,
+            # as an editor's probe for a free temp name or grep's walk ask it, without a query.
+            if listed is None:
+                raise FUSEError(errno.ENOENT)
+            return self._node_attrs(self.inodes.remember(path), listed)
+        hit = self._peek(path)
+        node = hit[0] if hit is not None else await self._call("lookup", path, "stat", path, quiet=True)
         if text in (".", ".."):
             return self._node_attrs(self.inodes.inode_for(path), node)
         return self._node_attrs(self.inodes.remember(path), node)
@@ -162,7 +231,8 @@ class HostOperations(pyfuse3.Operations):
                 h = open_files[0]
                 return self._node_attrs(inode, h.node, size=h.size if h.data is not None else None)
             raise FUSEError(errno.ENOENT) from None
-        node = await self._call("getattr", path, "stat", path, quiet=True)
+        hit = self._peek(path)
+        node = hit[0] if hit is not None else await self._call("getattr", path, "stat", path, quiet=True)
         return self._node_attrs(inode, node)
 
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
@@ -208,12 +278,19 @@ class HostOperations(pyfuse3.Operations):
         path = self._path(inode)
         if start_id == 0:
             # One listing per pass (a bounded number of queries in the tree), kept for the
-            # kernel's follow-up calls; a rewind lists again.
-            nodes = await self._call("readdir", path, "list", path)
-            parent = parent_of(path)
-            dot = await self._call("readdir", path, "stat", path)
-            dotdot = dot if not path else await self._call("readdir", parent, "stat", parent)
-            listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
+            # kernel's follow-up calls and, until something changes, for the next pass.
+            cached = self.listings.entries(path)
+            if cached is not None:
+                listing.share(cached)
+            else:
+                serial = self.listings.serial
+                nodes = await self._call("readdir", path, "list", path)
+                parent = parent_of(path)
+                dot = await self._folder("readdir", path)
+                dotdot = dot if not path else await self._folder("readdir", parent)
+                listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
+                self.listings.put(path, serial, listing.shared(), nodes,
+                                  min(LISTING_SECONDS, _cache_seconds(path)))
         for key, item in listing.after(start_id):
             child_path, node = item  # type: ignore[misc]
             is_dot = key[0] == 0
@@ -250,7 +327,8 @@ class HostOperations(pyfuse3.Operations):
             handle.new, handle.dirty = source.new, truncating
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
-            node = await self._call("open", path, "stat", path)
+            hit = self._peek(path)
+            node = hit[0] if hit is not None else await self._call("open", path, "stat", path)
             if node.is_dir or not node.writable:
                 log.info("refused open for writing %s: the tree keeps it read-only (%s) [EACCES]",
                          path, node.kind)
@@ -262,7 +340,7 @@ class HostOperations(pyfuse3.Operations):
                 handle.dirty = True
                 return pyfuse3.FileInfo(fh=handle.fh)
             # stat keeps the content for a moment, so this read is not a second query.
-            data = await self._call("open", path, "read", path)
+            data = hit[1] if hit is not None else await self._call("open", path, "read", path)
             handle = self.handles.open(inode, path, writable=True, data=data, node=node)
             return pyfuse3.FileInfo(fh=handle.fh)
         # Reading: the bytes are fetched at the first read, and the kernel may keep the pages it
@@ -277,13 +355,13 @@ class HostOperations(pyfuse3.Operations):
                      ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._path(parent_inode)
         path = join(parent, os.fsdecode(name))
-        folder = await self._call("create", parent, "stat", parent)
+        folder = await self._folder("create", parent)
         if not folder.writable:
             log.info("refused create %s: /%s does not accept new files [EACCES]", path, parent)
             raise FUSEError(errno.EACCES)
         # A name the tree would refuse (notes.txt) fails here, with the tree's own sentence in the
         # log, rather than at close, where `echo > notes.txt` in a shell would never see it.
-        await self._call("create", path, "check_write", path)
+        self._inline("create", path, "check_write", path)
         # Nothing is written yet: the file becomes one version when it is first flushed, so
         # `cp` or an editor's save is one version.
         ino = self.inodes.remember(path)
@@ -292,8 +370,12 @@ class HostOperations(pyfuse3.Operations):
         return pyfuse3.FileInfo(fh=handle.fh), self._handle_attrs(handle)
 
     async def _load(self, handle: OpenFile) -> None:
+        """The body, once per open: from the content cache when it holds it, else one query."""
         if handle.data is None:
-            handle.data = bytearray(await self._call("read", handle.path, "read", handle.path))
+            hit = self._peek(handle.path)
+            data = hit[1] if hit is not None else await self._call("read", handle.path, "read", handle.path)
+            if handle.data is None:  # another request on this handle may have loaded it meanwhile
+                handle.data = bytearray(data)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
         handle = self.handles.get(fh)
@@ -347,26 +429,62 @@ class HostOperations(pyfuse3.Operations):
     def _drop_phantom(self, handle: OpenFile) -> None:
         """A created file the tree refused: make the kernel forget the name it was given."""
         path = handle.path
+        self._drop_listings(path)
         self.inodes.remove(path)
         parent_ino = self.inodes.known(parent_of(path))
         if parent_ino is not None:
             pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
                                            ignore_enoent=True)
 
+    def _held(self, handle: OpenFile) -> bool:
+        """A side file this mount created and has not committed: it stays in memory until it is
+        renamed (usually over a note, see rename), unlinked, or closed for HOLD_SIDE_SECONDS."""
+        return self.nursery is not None and handle.new and is_side_file(handle.path.rsplit("/", 1)[-1])
+
     async def flush(self, fh: int) -> None:
-        await self._commit(self.handles.get(fh), "save", at_flush=True)
+        handle = self.handles.get(fh)
+        if self._held(handle):
+            handle.flushed = True
+        else:
+            await self._commit(handle, "save", at_flush=True)
 
     async def fsync(self, fh: int, datasync: bool) -> None:
-        await self._commit(self.handles.get(fh), "fsync")
+        handle = self.handles.get(fh)
+        if not self._held(handle):
+            await self._commit(handle, "fsync")
 
     async def release(self, fh: int) -> None:
         handle = self.handles.get(fh)
+        if self._held(handle) and handle.needs_commit and self.nursery is not None:
+            handle.released = True
+            self.nursery.start_soon(self._commit_later, handle)
+            return
         try:
             await self._commit(handle, "save")
         except FUSEError:
             pass  # already logged; release has no caller to tell
         finally:
             self.handles.close(fh)
+
+    async def _commit_later(self, handle: OpenFile) -> None:
+        await trio.sleep(HOLD_SIDE_SECONDS)
+        await self._commit_released(handle)
+
+    async def _commit_released(self, handle: OpenFile) -> None:
+        if self.handles.find(handle.fh) is not handle:
+            return  # renamed over a note meanwhile (and closed there)
+        try:
+            await self._commit(handle, "save")
+        except FUSEError:
+            pass  # logged; the temp file is gone, as a write error at close would leave it
+        finally:
+            self.handles.close(handle.fh)
+
+    async def commit_held(self) -> None:
+        """At unmount: closed side files still held in memory go to the scratch area now (a
+        close's release may still be on its way when the unmount comes)."""
+        for handle in [h for h in self.handles.all() if h.released or (h.flushed and h.needs_commit)]:
+            await self._commit_released(handle)
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
         path = join(self._path(parent_inode), os.fsdecode(name))
@@ -388,17 +506,34 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(errno.EINVAL)
         src_ino = self.inodes.known(src)
         async with self._lock(src_ino):
+            held = self.handles.pending_new(src_ino) if src_ino is not None else None
+            if held is not None and self._held(held) and not flags & pyfuse3.RENAME_NOREPLACE:
+                # An editor's save: its temp file, never committed, renamed over the note. The
+                # store's move of a side file over a file is that file's next version; writing
+                # the temp file's bytes to the destination is the same version in one transaction.
+                body = bytes(held.data or b"")
+                node = await self._call("rename", f"{src} -> {dst}", "write", dst, body)
+                for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
+                    handle.dirty = handle.wrote = handle.new = False
+                    handle.node = node
+                    if handle.released:
+                        self.handles.close(handle.fh)
+                self._moved(src, dst, src_ino)
+                return
             if src_ino is not None:
                 # A file still open with unsaved bytes is saved first, so the move carries them.
                 for handle in self.handles.on_inode(src_ino):
                     await self._commit_locked(handle, "rename")
             await self._call("rename", f"{src} -> {dst}", "move", src, dst,
                              overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
-            dst_ino = self.inodes.known(dst)
-            if dst_ino is not None and dst_ino != src_ino:
-                self.handles.orphan(dst_ino)
-            ino = self.inodes.rename(src, dst)
-            self.handles.moved(ino, dst)
+            self._moved(src, dst, src_ino)
+
+    def _moved(self, src: str, dst: str, src_ino: int | None) -> None:
+        dst_ino = self.inodes.known(dst)
+        if dst_ino is not None and dst_ino != src_ino:
+            self.handles.orphan(dst_ino)
+        ino = self.inodes.rename(src, dst)
+        self.handles.moved(ino, dst)
 
     async def link(self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
         log.info("refused link %s: the tree has no hard links; copy the file instead [EPERM]",
@@ -448,6 +583,7 @@ class HostOperations(pyfuse3.Operations):
     async def invalidate(self, path: str) -> None:
         """Something else changed ``path``: make the kernel ask again for its name, attributes and
         content, and for its folder's listing. Only what the kernel was told about needs it."""
+        self._drop_listings(path)
         ino = self.inodes.known(path)
         parent_ino = self.inodes.known(parent_of(path)) if path else None
         for target in (ino, parent_ino):
@@ -459,6 +595,8 @@ class HostOperations(pyfuse3.Operations):
 
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""
+        self.listings.clear()
+        self._folders.clear()
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
 

@@ -344,7 +344,9 @@ def cmd_mount(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CommandError(f"the FUSE mount is not available ({exc}); install it with "
                            "`pip install 'hostfinder[fuse]'` after `apt-get install fuse3 libfuse3-dev pkg-config`") from None
-    return run_mount(args, config_from(args))
+    config = config_from(args)
+    # The mount opens the store as serve does, without importing the gateway (issue 12).
+    return run_mount(args, lambda pool_size: StoreRuntime(config, pool_size=pool_size))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from store import properties, scratch
 from store.access import Principal
 from store.db import Conn, Database, after_commit
 from store.errors import (AlreadyExists, Forbidden, Invalid, NotANote, NotFound, PreconditionFailed,
-                          ReadOnly, TooLarge)
+                          ReadOnly, StoreError, TooLarge)
 from store.filecache import CACHEABLE_KINDS, FileCache
 from store.paths import RESERVED_AGENT_KEYS, SCRIPT_NAME, is_side_file, key_problem, nfc, parse_id
 
@@ -235,6 +235,26 @@ class HostTree:
         if node.is_dir:
             raise NotANote(f"/{key} is a folder; a folder has no content to read")
         return content or b""
+
+    def peek(self, path: str) -> tuple[Node, bytes] | None:
+        """A file's node and bytes from the content cache alone, with no database round trip;
+        None whenever the cache cannot answer (a miss, a folder, a side file, a kind it does not
+        keep). The same rules as read(): org membership, the kind of name, a rename-away's hiding.
+        For a front end's hot path (the FUSE mount answers lookups and reads in its event loop)."""
+        if self.cache is None:
+            return None
+        parts = split(path)
+        if not parts or folder_of(parts) is not None or _side(parts):
+            return None
+        try:
+            folder, name = self._parent(parts)
+            kind = self._file_kind(folder, name, for_write=False)
+        except StoreError:
+            return None  # the full path (stat/read) gives the refusal its sentence
+        key = "/".join(parts)
+        if kind not in CACHEABLE_KINDS or _hidden_here(self._uid, key):
+            return None
+        return self.cache.get(key)
 
     # -- writing ------------------------------------------------------------------------------
 

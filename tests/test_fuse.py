@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -313,6 +314,48 @@ def test_replace_sed_and_truncate_saves_are_one_version_each(mount: Mount) -> No
     assert mount.tree.read(path) == b"six\nseven\n"
     assert sh("cat", note).stdout == "six\nseven\n"
     assert sorted(os.listdir(mount.org)) == ["agents", "collections", "doc.md", "guilds"]
+
+
+def test_temp_file_saves_and_temp_files_left_behind(mount: Mount) -> None:
+    """An atomic save (mkstemp, write, fsync, close, rename over the note) is one version of the
+    note; a temp file the program closes and never renames still reaches the user's scratch area
+    (the mount holds it in memory only until the rename that usually follows), and so does one
+    still held when the mount is stopped."""
+    org = mount.boot["org_id"]
+    path = f"org/{org}/plan.md"
+    mount.tree.write(path, b"v1\n")
+    before = mount.versions(path)
+    for text in (b"v2\n", b"v3\n"):
+        fd, tmp = tempfile.mkstemp(dir=mount.org)
+        os.write(fd, text)
+        os.fsync(fd)
+        os.close(fd)
+        assert Path(tmp).read_bytes() == text      # readable through the mount before the rename
+        os.replace(tmp, mount.org / "plan.md")
+        assert not Path(tmp).exists()
+        assert (mount.org / "plan.md").read_bytes() == text
+    assert mount.versions(path) - before == 2 and mount.tree.read(path) == b"v3\n"
+    assert sorted(os.listdir(mount.org)) == ["agents", "collections", "guilds", "plan.md"]
+
+    fd, kept = tempfile.mkstemp(dir=mount.org)
+    os.write(fd, b"left behind\n")
+    os.close(fd)
+    name = Path(kept).name
+    def in_scratch() -> bool:
+        try:
+            return mount.tree.read(f"org/{org}/{name}") == b"left behind\n"
+        except NotFound:
+            return False
+    eventually(in_scratch, 10.0)
+    assert (mount.org / name).read_bytes() == b"left behind\n"
+
+    fd, last = tempfile.mkstemp(dir=mount.org)
+    os.write(fd, b"written just before unmount\n")
+    os.close(fd)
+    unmount(mount.root, mount.proc)
+    assert mount.proc.returncode == 0
+    assert mount.tree.read(f"org/{org}/{Path(last).name}") == b"written just before unmount\n"
+    assert mount.versions(path) - before == 2
 
 
 def test_agent_note_write_shows_up_within_a_second(mount: Mount) -> None:

@@ -1,0 +1,77 @@
+"""Folder listings kept between passes: what the last listing of a folder said, until it expires
+or something in it changes.
+
+`ls -l`, `grep -r` and a file manager list a folder again and again, and every editor save first
+asks whether a temp name is free. A listing answers both without a query while it is fresh. A
+change (an event from elsewhere, or a write, move or delete through this mount) marks only the
+changed name as unsure: that name's lookup asks the store again, and the next pass over the
+folder lists it afresh, while other names are still answered, so a run of saves in a big folder
+keeps its listing."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuse_mount.inodes import parent_of
+from store.paths import nfc
+
+MISSING = object()
+
+
+@dataclass
+class _Listing:
+    expires: float
+    entries: Any                      # DirectoryListing.shared(): handed to the next pass
+    names: dict[str, Any]             # name -> node
+    unsure: set[str] = field(default_factory=set)
+
+
+class ListingCache:
+    """folder path -> its last listing. Used from the event loop only, so it takes no lock."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, _Listing] = {}
+        # Counts changes, so that a listing queried while something changed is not kept.
+        self.serial = 0
+
+    def put(self, folder: str, serial: int, entries: Any, nodes: list[Any], seconds: float) -> None:
+        """Keep a listing taken when ``serial`` was current (nothing is kept if it moved on)."""
+        if serial == self.serial:
+            self._folders[folder] = _Listing(time.monotonic() + seconds, entries, {n.name: n for n in nodes})
+
+    def _fresh(self, folder: str) -> _Listing | None:
+        listing = self._folders.get(folder)
+        if listing is None:
+            return None
+        if listing.expires <= time.monotonic():
+            del self._folders[folder]
+            return None
+        return listing
+
+    def entries(self, folder: str) -> Any:
+        """The entries for a new pass over ``folder``, or None when it must be listed again."""
+        listing = self._fresh(folder)
+        return listing.entries if listing is not None and not listing.unsure else None
+
+    def lookup(self, folder: str, name: str) -> Any:
+        """The node the listing has for ``name``, None if the listing says there is none, or
+        MISSING when the listing cannot say (none kept, expired, or the name changed since)."""
+        listing = self._fresh(folder)
+        name = nfc(name)
+        if listing is None or name in listing.unsure:
+            return MISSING
+        return listing.names.get(name)
+
+    def changed(self, path: str) -> None:
+        """``path`` changed (written, moved, deleted, here or elsewhere): its name in its folder
+        is unsure, and a listing of ``path`` itself (a folder) is gone."""
+        self.serial += 1
+        listing = self._folders.get(parent_of(path))
+        if listing is not None:
+            listing.unsure.add(nfc(path.rsplit("/", 1)[-1]))
+        self._folders.pop(path, None)
+
+    def clear(self) -> None:
+        self.serial += 1
+        self._folders.clear()
