@@ -9,7 +9,7 @@ edit through the Host or the API, or any other ^[a-z0-9][a-z0-9-]{0,40}$ the cal
 
     read_memory(conn, org_id, agent_id) -> dict | None
     write_memory(conn, org_id, agent_id, content, actor, *, source, if_version=None) -> dict
-    list_history(conn, org_id, agent_id) -> list[dict]     newest first: name, display_path,
+    list_history(conn, org_id, agent_id) -> list[dict]     newest first: id, name, display_path,
                                                            version, saved_at, saved_by, size
     read_history(conn, org_id, agent_id, name) -> dict      NotFound for an unknown name
 
@@ -50,8 +50,10 @@ SELECT (SELECT version FROM cur) AS current_version, upd.*
 """
 
 
-def stamp(when: Any) -> str:
-    return when.strftime("%Y%m%dT%H%M%S%fZ")
+def stamp(when: datetime) -> str:
+    """A saved_at as a history file name's stamp: UTC (the Z says so, whatever the session's
+    time zone), with microseconds, so two saves in one second have two names."""
+    return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 def _agent_org_check(conn: Conn, org_id: int, agent_id: int) -> None:
@@ -112,7 +114,7 @@ def _stale(path: str, current: int, expected: int | None) -> PreconditionFailed:
 def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
     """The archived memory versions, newest first."""
     _agent_org_check(conn, org_id, agent_id)
-    rows = conn.execute("SELECT version, source, saved_at, saved_by, octet_length(content) AS size"
+    rows = conn.execute("SELECT id, version, source, saved_at, saved_by, octet_length(content) AS size"
                         " FROM memory_revisions WHERE agent_id = %s ORDER BY id DESC", (agent_id,)).fetchall()
     for r in rows:
         r["name"] = f"{stamp(r['saved_at'])}-{r['source']}.md"
@@ -121,7 +123,9 @@ def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
 
 
 def read_history(conn: Conn, org_id: int, agent_id: int, name: str) -> dict:
-    """One archived version by its file name (<stamp>-<source>.md), with content."""
+    """One archived version by the file name list_history gives it (<stamp>-<source>.md), with
+    content. A stamp without microseconds finds the newest version saved in that second; the row's
+    ``name`` is then the version's own name (the tree serves each version under that one name)."""
     m = HISTORY_NAME.fullmatch(name)
     unknown = NotFound(f"unknown file {history_path(org_id, agent_id, name)}: no earlier memory version has that name")
     if not m:
@@ -135,15 +139,15 @@ def read_history(conn: Conn, org_id: int, agent_id: int, name: str) -> dict:
     # Without microseconds in the name, the newest version saved in that second answers.
     upper = "interval '1 second'" if len(stamp_text) == 16 else "interval '1 microsecond'"
     row = conn.execute(
-        f"""SELECT r.version, r.source, r.saved_at, r.saved_by, r.content FROM memory_revisions r
+        f"""SELECT r.id, r.version, r.source, r.saved_at, r.saved_by, r.content FROM memory_revisions r
               JOIN agents a ON a.id = r.agent_id
              WHERE r.agent_id = %s AND a.org_id = %s AND r.source = %s
                AND r.saved_at >= %s AND r.saved_at < %s::timestamptz + {upper}
              ORDER BY r.id DESC LIMIT 1""", (agent_id, org_id, source, when, when)).fetchone()
     if row is None:
         raise unknown
-    row["name"] = name
-    row["display_path"] = history_path(org_id, agent_id, name)
+    row["name"] = f"{stamp(row['saved_at'])}-{row['source']}.md"
+    row["display_path"] = history_path(org_id, agent_id, row["name"])
     return row
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from store import embeds, note_search
 from store.access import Actor
@@ -45,14 +45,26 @@ from store.agents import Agent, AgentCall
 from store.db import Conn, Database, on_constraint
 from store.errors import (AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound,
                           PreconditionFailed, TooLarge)
-from store.paths import LEVELS, RESERVED_AGENT_KEYS, Target, check_note_key, key_problem, nfc, note_path, parse
+from store.paths import LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path, parse
 from store.provenance import record_change
 from store.tools import Arg, tool
 
 MAX_CONTENT_BYTES = 262_144  # 256 KB of UTF-8 per write
 OWNER_CAP = 10_000           # live artifacts per owner, records excepted
 
-NoteRef = tuple[int, str, "int | None", str]  # (org_id, level, owner_id, key)
+
+
+class NoteRef(NamedTuple):
+    """One note's place: (org_id, level, owner_id, key); a plain 4-tuple works where one is asked."""
+    org_id: int
+    level: Level
+    owner_id: int | None
+    key: str
+
+    @property
+    def path(self) -> str:
+        return note_path(self.org_id, self.level, self.owner_id, self.key)
+
 
 NOTE_COLUMNS = ("id, org_id, display_path, level, key, version, created_at, updated_at, "
                 "created_by, updated_by")
@@ -94,9 +106,14 @@ def check_content(content: object, what: str = "content") -> str:
         msg = f"{what} is not valid Unicode (it holds a lone surrogate); send UTF-8 text"
         raise Invalid(msg, [msg]) from None
     if size > MAX_CONTENT_BYTES:
-        raise TooLarge(f"{what} is {size:,} bytes; a write holds at most {MAX_CONTENT_BYTES:,} bytes "
-                       "(256 KB) of UTF-8: split it into several smaller files")
+        raise too_large(what, size)
     return content
+
+
+def too_large(what: str, size: int) -> TooLarge:
+    """The one sentence for a write over the cap, whichever way it arrived (a tool, a file)."""
+    return TooLarge(f"{what} is {size:,} bytes; a write holds at most {MAX_CONTENT_BYTES:,} bytes "
+                    "(256 KB) of UTF-8: split it into several smaller files")
 
 
 def level_problem(level: object) -> str | None:
@@ -105,7 +122,7 @@ def level_problem(level: object) -> str | None:
     return f"level {level!r} is not one of agent, guild, org"
 
 
-def _owner(level: str, owner_id: int | None) -> tuple[int | None, int | None]:
+def owner_columns(level: str, owner_id: int | None) -> tuple[int | None, int | None]:
     """(guild_id, agent_id) for an owner."""
     if level == "agent":
         return None, owner_id
@@ -163,7 +180,7 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
     below the cap; the trigger of sql/011_owner_counts.sql adds the new row to the count in the
     same transaction. Without a counter row the owner holds nothing yet (the first insert makes
     it), so there is nothing to race for until the cap is near."""
-    guild_id, agent_id = _owner(level, owner_id)
+    guild_id, agent_id = owner_columns(level, owner_id)
     row = conn.execute(
         _INSERT_UNDER_CAP.format(columns=columns),
         {"org_id": org_id, "kind": kind, "level": level, "guild_id": guild_id, "agent_id": agent_id,
@@ -227,7 +244,7 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
     Each attempt is one statement (_update_sql); a second runs only after losing a create race."""
     sql = update_sql or _update_sql(kind)
-    guild_id, agent_id = _owner(level, owner_id)
+    guild_id, agent_id = owner_columns(level, owner_id)
     params = {"path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
               "owner": _owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
@@ -318,7 +335,7 @@ def get_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: str
 
 def list_notes(conn: Conn, org_id: int, level: str, owner_id: int | None) -> list[dict]:
     """One owner's live notes in key order, without content; ``size`` in bytes."""
-    guild_id, agent_id = _owner(level, owner_id)
+    guild_id, agent_id = owner_columns(level, owner_id)
     return conn.execute(
         f"""SELECT {NOTE_COLUMNS}, octet_length(content) AS size FROM artifacts
              WHERE org_id = %(org_id)s AND {owner_where(level)} AND kind = 'note' AND deleted_at IS NULL
@@ -399,7 +416,7 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
             raise AlreadyExists(f"cannot move {s_path} to {d_path}: {d_path} already exists; "
                                 "allow overwriting, or choose another name")
         _refuse_if_embedded(conn, d_path, "replace")
-    d_guild, d_agent = _owner(d_level, d_owner)
+    d_guild, d_agent = owner_columns(d_level, d_owner)
     changes_owner = (s_level, s_owner) != (d_level, d_owner)
     if changes_owner:
         # Both owners' counter rows, in one fixed order, before either count changes: two moves in

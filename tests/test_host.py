@@ -76,3 +76,44 @@ def test_a_read_after_writing_through_the_same_tree_is_never_stale(tree: HostTre
     tree.move(path, path.replace("cache.md", "moved.md"))
     with pytest.raises(errors.NotFound):
         tree.read(path)
+
+
+def test_the_history_archive_is_what_store_memory_lists_and_reads(tree: HostTree, boot: dict[str, Any],
+                                                                    db: Database) -> None:
+    """One memory history: the tree's history-archive/ shows memory.list_history's names and
+    memory.read_history's bytes, and a version answers under that one name only."""
+    from store import memory
+    org, agent = boot["org_id"], boot["agent_id"]
+    folder = f"org/{org}/agents/{agent}/history-archive"
+    for text in (b"one", b"two", b"three"):
+        tree.write(f"org/{org}/agents/{agent}/memory.md", text)
+    with db.connection() as conn:
+        listed = memory.list_history(conn, org, agent)
+    nodes = tree.list(folder)
+    assert sorted(n.name for n in nodes) == sorted(h["name"] for h in listed) and len(nodes) == 2
+    assert [tree.read(f"{folder}/{h['name']}") for h in listed] == [b"two", b"one"]  # newest first
+    assert {n.size for n in nodes} == {3} and all(n.kind == "history" and not n.writable for n in nodes)
+    # The same version without its microseconds is another spelling of it, not a second file.
+    short = listed[0]["name"][:15] + "Z" + listed[0]["name"][22:]
+    with pytest.raises(errors.NotFound):
+        tree.stat(f"{folder}/{short}")
+    with pytest.raises(errors.ReadOnly):
+        tree.delete(f"{folder}/{listed[0]['name']}")
+
+
+def test_each_kind_of_file_says_what_it_is(tree: HostTree, boot: dict[str, Any]) -> None:
+    """Content type, writable and deletable come from the file's family, the same in a listing
+    and in a stat."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    a = f"org/{org}/agents/{agent}"
+    tree.write(f"{a}/n.md", b"n")
+    tree.write(f"{a}/scripts/s.py", b"print(1)")
+    listed = {n.name: n for n in tree.list(a) + tree.list(f"{a}/scripts")}
+    want = {"n.md": ("note", "text/markdown; charset=utf-8", True, True),
+            "task.md": ("task", "text/markdown; charset=utf-8", True, False),
+            "memory.md": ("memory", "text/markdown; charset=utf-8", True, False),
+            "s.py": ("script", "text/x-python; charset=utf-8", True, True)}
+    for name, (kind, ctype, writable, deletable) in want.items():
+        node = listed[name]
+        assert (node.kind, node.content_type, node.writable, node.deletable) == (kind, ctype, writable, deletable)
+        assert tree.stat(node.path) == node

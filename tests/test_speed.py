@@ -14,7 +14,9 @@ import pytest
 from psycopg.rows import dict_row
 
 from conftest import insert_notes
-from store import admin, host_families, notes
+from store import admin, notes
+from store.families import NOTES
+from store.layout import folder_of
 from store.access import SYSTEM
 from store.db import Database
 from store.errors import LimitReached
@@ -94,7 +96,7 @@ def test_listing_a_folder_reads_nothing_of_the_other_folders(db, boot) -> None:
     assert crowded <= alone + 4, (alone, crowded)
     # and the tree lists exactly that folder
     with db.connection() as conn:
-        rows = host_families._notes(conn, org, "guild", guild)
+        rows = NOTES.list(conn, folder_of(["org", str(org), "guilds", str(guild)]))
     assert [r["name"] for r in rows] == sorted(f"n{i}.md" for i in range(1, 11))
 
 
