@@ -34,7 +34,7 @@ from store.families import Family, families_in, family_for
 from store.families.artifacts import contents
 from store.filecache import FileCache
 from store.layout import EPOCH, Folder, folder_of, split
-from store.notes import MAX_CONTENT_BYTES, too_large
+from store.storage import MAX_CONTENT_BYTES, too_large
 from store.paths import is_side_file
 
 MAX_WRITE = MAX_CONTENT_BYTES  # the name gateway/limits.py reads

@@ -26,7 +26,8 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.db import Conn, Database
 from store.errors import Invalid, NotFound, PreconditionFailed
-from store.notes import check_content, insert_artifact, iso
+from store.notes import iso
+from store.storage import check_content, insert_artifact
 from store.paths import HISTORY_NAME, history_path, memory_path
 from store.provenance import record_change
 from store.tools import Arg, tool

@@ -23,8 +23,8 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, NotFound
-from store.notes import (NOTE_COLUMNS, check_content, iso, relocate_artifact, save_artifact,
-                         soft_delete_artifact)
+from store.notes import iso
+from store.storage import NOTE_COLUMNS, check_content, relocate_artifact, save_artifact, soft_delete_artifact
 from store.paths import SCRIPT_NAME, nfc, script_path
 from store.provenance import record_change
 from store.tools import Arg, tool

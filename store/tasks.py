@@ -17,7 +17,7 @@ from store import embeds
 from store.access import Actor
 from store.db import Conn
 from store.errors import Invalid, NotFound, PreconditionFailed
-from store.notes import check_content
+from store.storage import check_content
 from store.paths import nfc, task_path
 from store.provenance import record_change
 

@@ -14,7 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from conftest import insert_notes
-from store import admin, notes
+from store import admin, notes, storage
 from store.families import NOTES
 from store.layout import folder_of
 from store.access import SYSTEM
@@ -72,7 +72,7 @@ def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot)
     insert_notes(db, org, "guild", full, ["x"] * 9_000)
     _settle(db)
     # The note write (update, else create under the cap) and the bare capped insert (memory.md).
-    for statement in (notes._UPDATE_NOTE, notes._INSERT_UNDER_CAP.format(columns=notes.NOTE_COLUMNS)):
+    for statement in (notes._UPDATE_NOTE, storage._INSERT_UNDER_CAP.format(columns=storage.NOTE_COLUMNS)):
         first = _buffers(db, statement, _create_params(org, empty, "new.md"))
         nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
         # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What
