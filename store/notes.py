@@ -43,7 +43,6 @@ from store.agents import Agent, AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound
 from store.paths import LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path, parse
-from store.provenance import record_change
 from store.storage import (NOTE_COLUMNS, OWNER_CAP, _owner_key, _retire, _update_sql, check_content,
                            owner_columns, owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
 from store.tools import Arg, tool
@@ -113,11 +112,9 @@ def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: s
     """Create or update a note (see the module docstring); returns it without content."""
     key, path = _ref(org_id, level, owner_id, key)
     check_content(content)
-    row, created = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
+    row, _ = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
                                  display_path=path, content=content, actor=actor, if_version=if_version,
                                  create_only=create_only, update_sql=_UPDATE_NOTE)
-    record_change(conn, org_id=org_id, display_path=path, operation="create" if created else "update",
-                  version=row["version"], actor=actor)
     return row
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from store.access import Actor
 from store.db import Conn, on_constraint
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
-from store.provenance import record_change
+from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 
 MAX_CONTENT_BYTES = 262_144  # 256 KB of UTF-8 per write
 OWNER_CAP = 10_000           # live artifacts per owner, records excepted
@@ -149,8 +149,10 @@ def _update_sql(kind: str, set_extra: str = "") -> str:
     """Update the live ``kind`` row at the path, or, when there is none, create it under the
     owner's cap: one statement (one round trip) for a create as for an update. The owner's counter
     row is locked only when there is nothing to update, so writes to existing files of one folder
-    do not queue on it. Columns: current_version (None: nothing there), owner_count, created, and
-    the written row (id None: nothing written)."""
+    do not queue on it. The written row's provenance row and change event are part of the same
+    statement (store.provenance.change_cte), so an overwrite is one round trip in all. Columns:
+    current_version (None: nothing there), owner_count, created, change_id, and the written row
+    (id None: nothing written)."""
     return f"""
         WITH cur AS (SELECT id, version FROM artifacts
                       WHERE display_path = %(path)s AND deleted_at IS NULL AND kind = '{kind}'
@@ -173,11 +175,14 @@ def _update_sql(kind: str, set_extra: str = "") -> str:
                       WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
                         AND coalesce((SELECT live FROM n), 0) < %(cap)s
                      ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
-                     RETURNING {NOTE_COLUMNS})
+                     RETURNING {NOTE_COLUMNS}),
+             w AS (SELECT false AS created, * FROM upd UNION ALL SELECT true, * FROM ins),
+             change AS ({change_cte("(SELECT org_id, display_path, CASE WHEN created THEN 'create' ELSE 'update' END"
+                                    " AS operation, version FROM w) AS written")})
         SELECT (SELECT version FROM cur) AS current_version,
-               coalesce((SELECT live FROM n), 0) AS owner_count, w.*
-          FROM (VALUES (1)) AS v
-          LEFT JOIN (SELECT false AS created, * FROM upd UNION ALL SELECT true, * FROM ins) AS w ON true"""
+               coalesce((SELECT live FROM n), 0) AS owner_count, (SELECT id FROM change) AS change_id,
+               {notify_change("change")} AS notified, w.*
+          FROM (VALUES (1)) AS v LEFT JOIN w ON true"""
 
 
 
@@ -185,8 +190,9 @@ def _update_sql(kind: str, set_extra: str = "") -> str:
 def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
                   display_path: str, content: str, actor: Actor, if_version: int | None = None,
                   create_only: bool = False, update_sql: str | None = None) -> tuple[dict, bool]:
-    """Create or update one artifact: (row, created). Concurrent writers of one path each get
-    their own version (the row lock orders them); a create that loses a race becomes an update.
+    """Create or update one artifact with its provenance row and event: (row, created).
+    Concurrent writers of one path each get their own version (the row lock orders them); a
+    create that loses a race becomes an update.
 
     ``if_version`` is checked in the locked UPDATE, so of two writers holding the same version
     one wins and the other gets PreconditionFailed. ``if_version=0`` means "it does not exist
@@ -197,11 +203,15 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     params = {"path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
               "owner": _owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
-              "cap": OWNER_CAP}
+              "cap": OWNER_CAP, **actor_params(actor)}
     for _ in range(2):
         row = conn.execute(sql, params).fetchone()
         current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
+        change_id = row.pop("change_id")
+        row.pop("notified")
         if row["id"] is not None:
+            announce(org_id=org_id, display_path=display_path, operation="create" if created else "update",
+                     version=row["version"], change_id=change_id)
             return row, bool(created)
         if current is not None:
             if create_only:

@@ -14,7 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from conftest import insert_notes
-from store import admin, notes, storage
+from store import admin, notes, provenance, storage
 from store.families import NOTES
 from store.layout import folder_of
 from store.access import SYSTEM
@@ -61,7 +61,8 @@ def _counted(db: Database, org: int, level: str, owner: int | None) -> int:
 def _create_params(org: int, guild: int, key: str) -> dict[str, Any]:
     return {"org_id": org, "kind": "note", "level": "guild", "guild_id": guild, "agent_id": None, "owner": guild,
             "key": key, "path": f"org/{org}/guilds/{guild}/{key}", "content": "x", "json": None, "by": "t",
-            "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None}
+            "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None,
+            **provenance.actor_params(SYSTEM)}
 
 
 def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot) -> None:
@@ -163,9 +164,9 @@ class _Counting(psycopg.Connection):
         return super().execute(*args, **kwargs)
 
 
-def test_a_note_write_is_two_statements_whether_it_creates_or_updates(db_url: str, boot) -> None:
-    """The write itself (update, else create under the cap) and its provenance row with the event:
-    one round trip each, besides BEGIN and COMMIT."""
+def test_a_note_write_is_one_statement_whether_it_creates_or_updates(db_url: str, boot) -> None:
+    """The write itself (update, else create under the cap), its provenance row and its event: one
+    round trip, besides BEGIN and COMMIT."""
     org, guild = boot["org_id"], boot["guild_id"]
     with _Counting.connect(db_url, row_factory=dict_row, autocommit=True) as conn:
         for key, expected_version in (("a.md", 1), ("a.md", 2), ("b.md", 1)):
@@ -173,7 +174,11 @@ def test_a_note_write_is_two_statements_whether_it_creates_or_updates(db_url: st
             with conn.transaction():
                 row = notes.write_note(conn, org, "guild", guild, key, "text", SYSTEM)
             assert row["version"] == expected_version
-            assert _Counting.statements - before == 2, key
+            assert _Counting.statements - before == 1, key
+        changes = conn.execute("SELECT display_path, operation, version, actor_name FROM file_changes ORDER BY id").fetchall()
+        assert [(c["display_path"].rsplit("/", 1)[1], c["operation"], c["version"]) for c in changes] == [
+            ("a.md", "create", 1), ("a.md", "update", 2), ("b.md", "create", 1)]
+        assert {c["actor_name"] for c in changes} == {SYSTEM.name}
         # A create refused at the cap is one statement, and says why.
         conn.execute("UPDATE owner_counts SET live = %s WHERE org_id = %s AND level = 'guild' AND owner_id = %s",
                      (notes.OWNER_CAP, org, guild))
