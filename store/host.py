@@ -196,8 +196,9 @@ class HostTree:
         text = _text(data, name)
         tree_path = "/".join(parts)
         with self.db.transaction() as conn:
-            self._require_folder(conn, folder)
             current = self._family_node(conn, folder, name, family)
+            if current is None:
+                self._require_folder(conn, folder)  # (a file there is proof enough of its folder)
             cond.check(current)
             if_version = cond.version_for(current)
             moved_away = scratch.hiding(conn, self._uid, tree_path) if current is None else None
@@ -206,9 +207,11 @@ class HostTree:
                 # keeps its identity, history and embeds. A condition (If-None-Match: *, the
                 # client's "it is gone") holds only if nobody changed the file meanwhile.
                 if_version = moved_away if cond.conditional else None
-            family.write(conn, folder, name, text, self.actor, if_version=if_version)
+            written = family.write(conn, folder, name, text, self.actor, if_version=if_version)
             if moved_away is not None:
                 self._unhide(conn, tree_path)
+            if written is not None:
+                return _file_node(folder, name, family, written)
             return self._family_node(conn, folder, name, family)  # type: ignore[return-value]
 
     def check_write(self, path: str) -> None:

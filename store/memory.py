@@ -29,7 +29,7 @@ from store.errors import Invalid, NotFound, PreconditionFailed
 from store.notes import iso
 from store.storage import check_content, insert_artifact
 from store.paths import HISTORY_NAME, history_path, memory_path
-from store.provenance import record_change
+from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 from store.tools import Arg, tool
 
 SOURCE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}\Z")
@@ -45,8 +45,11 @@ WITH cur AS (SELECT id, content, version, updated_at, updated_by, content_json F
      upd AS (UPDATE artifacts a SET content = %(content)s, version = a.version + 1,
                     updated_at = clock_timestamp(), updated_by = %(by)s, content_json = %(json)s::jsonb
                FROM ok WHERE a.id = ok.id
-             RETURNING {', '.join('a.' + c.strip() for c in _COLUMNS.split(','))})
-SELECT (SELECT version FROM cur) AS current_version, upd.*
+             RETURNING {', '.join('a.' + c.strip() for c in _COLUMNS.split(','))}),
+     change AS ({change_cte("(SELECT %(org_id)s::bigint AS org_id, display_path, 'update' AS operation, version"
+                            " FROM upd) AS written")})
+SELECT (SELECT version FROM cur) AS current_version, (SELECT id FROM change) AS change_id,
+       {notify_change("change")} AS notified, upd.*
   FROM (VALUES (1)) AS v LEFT JOIN upd ON true
 """
 
@@ -86,11 +89,15 @@ def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Ac
         raise Invalid(msg, [msg])
     path = memory_path(org_id, agent_id)
     meta = json.dumps({"source": source})
-    row = conn.execute(_SAVE, {"path": path, "if_version": if_version, "agent_id": agent_id,
-                               "content": content, "by": actor.name, "json": meta}).fetchone()
-    current = row.pop("current_version")
-    created = False
-    if row["id"] is None:
+    row = conn.execute(_SAVE, {"path": path, "if_version": if_version, "agent_id": agent_id, "org_id": org_id,
+                               "content": content, "by": actor.name, "json": meta,
+                               **actor_params(actor)}).fetchone()
+    current, change_id = row.pop("current_version"), row.pop("change_id")
+    row.pop("notified")
+    if row["id"] is not None:  # an update: its provenance row and event were part of the statement
+        announce(org_id=org_id, display_path=path, operation="update", version=row["version"],
+                 change_id=change_id)
+    else:
         if current is not None or if_version:
             raise _stale(path, current or 0, if_version)
         _agent_org_check(conn, org_id, agent_id)
@@ -101,9 +108,8 @@ def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Ac
             if if_version is not None:  # ours expected version 0, which no longer holds
                 raise _stale(path, 1, if_version)
             return write_memory(conn, org_id, agent_id, content, actor, source=source)
-        created = True
-    record_change(conn, org_id=org_id, display_path=path, operation="create" if created else "update",
-                  version=row["version"], actor=actor)
+        record_change(conn, org_id=org_id, display_path=path, operation="create", version=row["version"],
+                      actor=actor)
     return _shape(row)
 
 

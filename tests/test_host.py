@@ -117,3 +117,41 @@ def test_each_kind_of_file_says_what_it_is(tree: HostTree, boot: dict[str, Any])
         node = listed[name]
         assert (node.kind, node.content_type, node.writable, node.deletable) == (kind, ctype, writable, deletable)
         assert tree.stat(node.path) == node
+
+
+def test_an_overwrite_is_two_statements_with_its_provenance(db_url: str, boot: dict[str, Any]) -> None:
+    """Overwriting a file through the tree reads the current version (for If-Match and the
+    rename-away save) and then writes it with its provenance row and event: two statements, not a
+    folder check and a re-read around them."""
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    from store.db import _configure
+
+    seen: list[str] = []
+
+    class Counting(psycopg.Connection):
+        def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            seen.append(str(query))
+            return super().execute(query, *args, **kwargs)
+
+    database = Database(db_url, max_size=2)
+    database.pool = ConnectionPool(db_url, min_size=1, max_size=2, open=False, connection_class=Counting,
+                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
+    database.open()
+    try:
+        tree = HostTree(database, Door(database).basic(boot["email"], boot["password"]))
+        a = f"org/{boot['org_id']}/agents/{boot['agent_id']}"
+        for path in (f"{a}/n.md", f"{a}/scripts/s.py", f"{a}/memory.md"):
+            first = tree.write(path, b"one")
+            seen.clear()
+            node = tree.write(path, b"two!", if_match=first.etag)
+            assert len(seen) == 2, (path, seen)
+            assert (node.version, node.size) == (first.version + 1, 4) and tree.stat(path) == node
+            with database.connection() as conn:
+                last = conn.execute("SELECT operation, version FROM file_changes WHERE display_path = %s"
+                                    " ORDER BY id DESC LIMIT 1", (path,)).fetchone()
+            assert (last["operation"], last["version"]) == ("update", node.version)
+    finally:
+        database.close()

@@ -8,6 +8,12 @@ FILE_COLUMNS = ("key AS name, octet_length(content) AS size, version, 'a' || id 
                 " updated_at")
 
 
+def file_row(row: dict, name: str, size: int) -> dict:
+    """A written artifact (store.storage's NOTE_COLUMNS row) as the file row FILE_COLUMNS reads."""
+    return {"name": name, "size": size, "version": row["version"], "tag": f"a{row['id']}",
+            "created_at": row["created_at"], "updated_at": row["updated_at"]}
+
+
 def hidden_clause(hidden_for: int | None, path: str) -> tuple[str, list]:
     """The select-list item (and its parameters) that says whether user ``hidden_for`` moved
     ``path`` away in a rename-away save: decided in the lookup's own query."""

@@ -60,8 +60,9 @@ class Family:
         return self.read(conn, folder, name, hidden_for=hidden_for)
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-              if_version: int | None = None) -> None:
-        """One new version; with ``if_version``, only if the file is still at that version."""
+              if_version: int | None = None) -> dict | None:
+        """One new version; with ``if_version``, only if the file is still at that version. Returns
+        the written file's row (as ``list`` gives it) when the write knows it, else None."""
         raise ReadOnly(self.read_only_sentence(folder))
 
     def removal_refusal(self, folder: Folder, name: str, *, moving: bool) -> StoreError | None:

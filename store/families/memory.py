@@ -8,7 +8,7 @@ from store import memory
 from store.access import Actor
 from store.db import Conn
 from store.errors import Forbidden, Invalid, LimitReached, PreconditionFailed, StoreError, TooLarge
-from store.families.artifacts import hidden_clause
+from store.families.artifacts import file_row, hidden_clause
 from store.families.base import MARKDOWN, Family, as_bytes
 from store.families.task import reserved_refusal
 from store.layout import Folder
@@ -47,9 +47,10 @@ class Memory(Family):
         return as_bytes(self._row(conn, folder, content=True, hidden_for=hidden_for))
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-              if_version: int | None = None) -> None:
-        memory.write_memory(conn, folder.org_id or 0, folder.owner_id or 0, text, actor, source=OPERATOR_SOURCE,
-                            if_version=if_version)
+              if_version: int | None = None) -> dict | None:
+        row = memory.write_memory(conn, folder.org_id or 0, folder.owner_id or 0, text, actor,
+                                  source=OPERATOR_SOURCE, if_version=if_version)
+        return file_row(row, "memory.md", len(text.encode("utf-8")))
 
     def removal_refusal(self, folder: Folder, name: str, *, moving: bool) -> StoreError | None:
         return reserved_refusal(name, moving=moving)

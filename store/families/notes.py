@@ -5,7 +5,7 @@ from store import notes
 from store.access import Actor
 from store.db import Conn
 from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, PreconditionFailed, TooLarge
-from store.families.artifacts import FILE_COLUMNS, read_file
+from store.families.artifacts import FILE_COLUMNS, file_row, read_file
 from store.families.base import MARKDOWN, Family, as_bytes
 from store.layout import Folder
 from store.notes import NoteRef
@@ -43,9 +43,10 @@ class Notes(Family):
         return as_bytes(read_file(conn, ref(folder, name).path, "note", hidden_for))
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-              if_version: int | None = None) -> None:
+              if_version: int | None = None) -> dict | None:
         r = ref(folder, name)
-        notes.write_note(conn, r.org_id, r.level, r.owner_id, r.key, text, actor, if_version=if_version)
+        row = notes.write_note(conn, r.org_id, r.level, r.owner_id, r.key, text, actor, if_version=if_version)
+        return file_row(row, row["key"], len(text.encode("utf-8")))
 
     def delete(self, conn: Conn, folder: Folder, name: str, actor: Actor) -> None:
         r = ref(folder, name)

@@ -5,7 +5,7 @@ from store import scripts
 from store.access import Actor
 from store.db import Conn
 from store.errors import AlreadyExists, Invalid, LimitReached, PreconditionFailed, TooLarge
-from store.families.artifacts import FILE_COLUMNS, read_file
+from store.families.artifacts import FILE_COLUMNS, file_row, read_file
 from store.families.base import PYTHON, Family, as_bytes
 from store.layout import Folder
 from store.paths import SCRIPT_NAME, script_path
@@ -34,9 +34,10 @@ class Scripts(Family):
         return as_bytes(read_file(conn, path, "script", hidden_for))
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-              if_version: int | None = None) -> None:
-        scripts.write_script(conn, folder.org_id or 0, folder.owner_id or 0, name, text, actor,
-                             if_version=if_version)
+              if_version: int | None = None) -> dict | None:
+        row = scripts.write_script(conn, folder.org_id or 0, folder.owner_id or 0, name, text, actor,
+                                   if_version=if_version)
+        return file_row(row, row["key"], len(text.encode("utf-8")))
 
     def delete(self, conn: Conn, folder: Folder, name: str, actor: Actor) -> None:
         scripts.delete_script(conn, folder.org_id or 0, folder.owner_id or 0, name, actor)

@@ -48,7 +48,7 @@ class Task(Family):
         return as_bytes(self._row(conn, folder, content=True, hidden_for=hidden_for))
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-              if_version: int | None = None) -> None:
+              if_version: int | None = None) -> dict | None:
         tasks.write_task(conn, folder.org_id or 0, folder.owner_id or 0, text, actor, if_version=if_version)
 
     def removal_refusal(self, folder: Folder, name: str, *, moving: bool) -> StoreError | None:
