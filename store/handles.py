@@ -57,6 +57,11 @@ class WriteHandle:
             self._data = bytearray(self.tree.read(self.path))
         return self._data
 
+    def load(self) -> None:
+        """Read the body now. A front end on an event loop (the FUSE mount's trio) calls this in a
+        worker thread before read/write, which then touch only memory."""
+        _ = self.data
+
     @property
     def size(self) -> int:
         return len(self.data)
