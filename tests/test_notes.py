@@ -11,7 +11,6 @@ from store import admin, notes, storage, tools
 from store.access import SYSTEM, Principal
 from store.errors import StoreError
 from tests.conftest import insert_notes
-from tests.test_store_edges import _waiting_on_locks as waiting_on_locks
 
 
 @pytest.fixture(params=["python", "http"])
@@ -273,7 +272,7 @@ def test_owner_cap_at_exactly_the_limit_and_one_past(call, db, boot) -> None:
     assert call("note_write", {"level": "agent", "key": "one-more.md", "content": "x"})[0] == 200
 
 
-def test_two_concurrent_writers_to_one_note_both_recorded(db, db_url, boot) -> None:
+def test_two_concurrent_writers_to_one_note_both_recorded(db, boot) -> None:
     org, agent = boot["org_id"], boot["agent_id"]
     with db.transaction() as conn:
         row = notes.write_note(conn, org, "agent", agent, "race.md", "v1", SYSTEM)
@@ -293,7 +292,8 @@ def test_two_concurrent_writers_to_one_note_both_recorded(db, db_url, boot) -> N
         for t in threads:
             t.start()
         gate.wait()
-        waiting_on_locks(db_url, 2)  # both writers queue behind the holder: the race is on
+        import time
+        time.sleep(0.3)
     for t in threads:
         t.join(10)
     assert sorted(r["version"] for r in results) == [2, 3]
