@@ -34,8 +34,8 @@ from store.families import Family, families_in, family_for
 from store.families.artifacts import contents
 from store.filecache import FileCache
 from store.layout import EPOCH, Folder, folder_of, split
-from store.storage import MAX_CONTENT_BYTES, too_large
 from store.paths import is_side_file
+from store.storage import MAX_CONTENT_BYTES, too_large
 
 MAX_WRITE = MAX_CONTENT_BYTES  # the name gateway/limits.py reads
 OCTETS = "application/octet-stream"
