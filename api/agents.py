@@ -11,9 +11,6 @@ Task routes are for members; every route answers 404 for an agent of another org
 """
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from flask import Blueprint, jsonify, request
 
 from api.auth import principal, requires
@@ -23,17 +20,6 @@ from store.agents import load_agent
 from store.errors import Invalid
 
 bp = Blueprint("agents", __name__)
-
-
-def jsonable(value: Any) -> Any:
-    """Datetimes as ISO 8601 (Flask's default is an HTTP date), recursively."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [jsonable(v) for v in value]
-    return value
 
 
 def _if_match() -> int | None:
@@ -56,15 +42,7 @@ def _task_text() -> str:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise Invalid("the task is not valid UTF-8 text", ["body: expected UTF-8 Markdown"]) from None
-    body = json_body()
-    if not isinstance(body, dict) or not isinstance(body.get("task"), str):
-        msg = 'send the task as JSON {"task": "..."} or as the Markdown itself with Content-Type: text/markdown'
-        raise Invalid(msg, ["task: required (string)"])
-    extra = sorted(set(body) - {"task"})
-    if extra:
-        msg = f"unknown fields {', '.join(extra)}; the body is {{\"task\": \"...\"}}"
-        raise Invalid(msg, [f"{k}: unknown field" for k in extra])
-    return body["task"]
+    return tasks.text_of(json_body())
 
 
 @bp.get("/api/agents/<int:agent_id>/task")
@@ -72,17 +50,14 @@ def _task_text() -> str:
 def get_task(agent_id: int):  # type: ignore[no-untyped-def]
     with db().connection() as conn:
         agent = load_agent(conn, agent_id, principal().org_ids)
-        return jsonify(jsonable(tasks.read_task(conn, agent.org_id, agent.id)))
+        return jsonify(tasks.read_task(conn, agent.org_id, agent.id))
 
 
 @bp.put("/api/agents/<int:agent_id>/task")
 @requires("user")
 def put_task(agent_id: int):  # type: ignore[no-untyped-def]
     text, if_version = _task_text(), _if_match()
-    with db().transaction() as conn:
-        agent = load_agent(conn, agent_id, principal().org_ids)
-        result = tasks.write_task(conn, agent.org_id, agent.id, text, principal().actor, if_version=if_version)
-    return jsonify(jsonable(result))
+    return jsonify(tasks.save_as_member(db(), principal(), agent_id, text, if_version=if_version))
 
 
 @bp.get("/api/agents/<int:agent_id>/task/revisions")
@@ -90,7 +65,7 @@ def put_task(agent_id: int):  # type: ignore[no-untyped-def]
 def get_task_revisions(agent_id: int):  # type: ignore[no-untyped-def]
     with db().connection() as conn:
         agent = load_agent(conn, agent_id, principal().org_ids)
-        return jsonify(jsonable({"revisions": tasks.task_revisions(conn, agent.org_id, agent.id)}))
+        return jsonify({"revisions": tasks.task_revisions(conn, agent.org_id, agent.id)})
 
 
 @bp.get("/api/agents/<int:agent_id>/state")
@@ -98,4 +73,4 @@ def get_task_revisions(agent_id: int):  # type: ignore[no-untyped-def]
 def get_state(agent_id: int):  # type: ignore[no-untyped-def]
     with db().connection() as conn:
         agent = load_agent(conn, agent_id, principal().org_ids)
-        return jsonify(jsonable(state.get_state(conn, agent)))
+        return jsonify(state.get_state(conn, agent))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -35,10 +36,17 @@ def _number(literal: str) -> int | float:
 class _JSONProvider(DefaultJSONProvider):
     """Readable UTF-8 JSON in key order; a response that echoes an unpaired surrogate a client
     sent falls back to ASCII escapes, which any JSON reader accepts, instead of failing. Request
-    bodies read whole numbers written as 1066.0 as integers (see _number)."""
+    bodies read whole numbers written as 1066.0 as integers (see _number). The one place the API
+    turns a date into JSON: ISO 8601 (Flask's own default is an HTTP date)."""
 
     sort_keys = False
     ensure_ascii = False
+
+    @staticmethod
+    def default(o: Any) -> Any:
+        if isinstance(o, datetime):
+            return o.isoformat()
+        return DefaultJSONProvider.default(o)
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         return super().loads(s, **{"parse_float": _number, **kwargs})

@@ -12,7 +12,6 @@ from urllib.parse import quote
 
 from flask import Blueprint, jsonify, request
 
-from api.agents import jsonable
 from api.auth import principal, requires
 from api.context import INT64_MAX, db, json_body, number_problem
 from store import files
@@ -45,7 +44,7 @@ def history():  # type: ignore[no-untyped-def]
     if page["has_more"]:
         page["next"] = (f"{request.script_root}{request.path}?display_path={quote(path.strip(), safe='/')}"
                         f"&limit={limit}&before={page['changes'][-1]['id']}")
-    return jsonify(jsonable(page))
+    return jsonify(page)
 
 
 def _latest(paths: object):  # type: ignore[no-untyped-def]
@@ -54,7 +53,7 @@ def _latest(paths: object):  # type: ignore[no-untyped-def]
         raise Invalid(msg, [msg])
     with db().connection() as conn:
         result = files.latest(conn, principal().org_ids, paths)
-    return jsonify(jsonable({"latest": result}))
+    return jsonify({"latest": result})
 
 
 @bp.get("/api/file-changes/latest")

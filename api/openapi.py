@@ -20,7 +20,7 @@ from api.context import INT32_MAX, INT64_MAX, MAX_JSON_DEPTH
 from store import tools
 from store.columns import MAX_COLUMNS, MAX_DESCRIPTION, MAX_VALUE_LENGTH, MAX_VALUES, RESERVED, TYPES
 from store.files import MAX_HISTORY
-from store.notes import MAX_CONTENT_BYTES
+from store.storage import MAX_CONTENT_BYTES
 from store.record_query import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY, MAX_WHERE
 
 bp = Blueprint("openapi", __name__)

@@ -16,8 +16,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from api.auth import principal, requires
 from api.context import INT64_MAX, check_shape, db, json_body, number_problem, too_deep
-from store import records
-from store.collections import collection_for_member
+from store import member_records
 from store.errors import Invalid
 
 bp = Blueprint("records", __name__)
@@ -53,34 +52,16 @@ def _int_arg(name: str) -> Any:
     return raw if number_problem(raw, name, maximum=INT64_MAX) else int(raw.strip())
 
 
-def _body_of(payload: Any) -> Any:
-    if not isinstance(payload, dict) or "body" not in payload:
-        msg = 'send {"body": {...}} with the record\'s column values'
-        raise Invalid(f"the request needs a body field: {msg}", [f"body: required; {msg}"])
-    return payload["body"]
-
-
 @bp.get("/api/collections/<int:collection_id>/records")
 @requires("user")
 def list_or_search(collection_id: int):  # type: ignore[no-untyped-def]
     """{total, records, columns}: a listing (where, since, order, limit, offset), or with query the
     text search: the hits ranked (or sorted by order), narrowed by where and since, paged by limit
     and offset."""
-    with db().connection() as conn:
-        collection = collection_for_member(conn, principal(), collection_id)
-        where = _json_arg("where")
-        query = request.args.get("query")
-        if query is not None and query.strip():
-            out = records.search_records(conn, [collection], query, where=where, limit=_int_arg("limit"),
-                                         offset=_int_arg("offset"), since=request.args.get("since") or None,
-                                         order=_json_arg("order", plain_string=True), display_path=True,
-                                         tool_name="records search")
-        else:
-            out = records.list_records(conn, collection, where=where, since=request.args.get("since") or None,
-                                       order=_json_arg("order", plain_string=True), limit=_int_arg("limit"),
-                                       offset=_int_arg("offset"), display_path=True, tool_name="records listing")
-    out["columns"] = collection.columns
-    return jsonify(out)
+    return jsonify(member_records.find(
+        db(), principal(), collection_id, query=request.args.get("query"), where=_json_arg("where"),
+        since=request.args.get("since") or None, order=_json_arg("order", plain_string=True),
+        limit=_int_arg("limit"), offset=_int_arg("offset")))
 
 
 @bp.post("/api/collections/<int:collection_id>/records")
@@ -88,10 +69,7 @@ def list_or_search(collection_id: int):  # type: ignore[no-untyped-def]
 def add(collection_id: int):  # type: ignore[no-untyped-def]
     """{body} -> {record, merged}: 201 for a new record; 200 when the unique column matched a live
     record and the body was merged into it (merged is that record's id)."""
-    body = _body_of(json_body())
-    with db().transaction() as conn:
-        collection = collection_for_member(conn, principal(), collection_id, lock=True)
-        result = records.record_add(conn, collection, body, principal().actor)
+    result = member_records.add(db(), principal(), collection_id, json_body())
     out = {"record": result.record, "merged": result.merged}
     if result.warnings:
         out["warnings"] = result.warnings
@@ -102,38 +80,28 @@ def add(collection_id: int):  # type: ignore[no-untyped-def]
 @requires("user")
 def clear(collection_id: int):  # type: ignore[no-untyped-def]
     """Remove every live record; the table, its grants and next_id stay."""
-    with db().transaction() as conn:
-        collection = collection_for_member(conn, principal(), collection_id, lock=True)
-        cleared = records.clear_records(conn, collection, principal().actor)
+    collection, cleared = member_records.clear(db(), principal(), collection_id)
     return jsonify({"cleared": cleared, "collection": collection.name})
 
 
 @bp.get("/api/collections/<int:collection_id>/records/<int:record_id>")
 @requires("user")
 def get(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
-    with db().connection() as conn:
-        collection = collection_for_member(conn, principal(), collection_id)
-        return jsonify(records.get_record(conn, collection, record_id))
+    return jsonify(member_records.get(db(), principal(), collection_id, record_id))
 
 
 @bp.patch("/api/collections/<int:collection_id>/records/<int:record_id>")
 @requires("user")
 def update(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
     """{body} (the columns that change; null clears an optional one) -> {record, warnings}."""
-    body = _body_of(json_body())
-    with db().transaction() as conn:
-        collection = collection_for_member(conn, principal(), collection_id, lock=True)
-        result = records.record_update(conn, collection, record_id, body, principal().actor)
+    result = member_records.update(db(), principal(), collection_id, record_id, json_body())
     return jsonify({"record": result.record, "warnings": result.warnings})
 
 
 @bp.delete("/api/collections/<int:collection_id>/records/<int:record_id>")
 @requires("user")
 def remove(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
-    with db().transaction() as conn:
-        collection = collection_for_member(conn, principal(), collection_id, lock=True)
-        removed = records.record_remove(conn, collection, record_id, principal().actor)
-    return jsonify({"removed": removed})
+    return jsonify({"removed": member_records.remove(db(), principal(), collection_id, record_id)})
 
 
 @bp.get("/api/collections/<int:collection_id>/export")
@@ -141,10 +109,7 @@ def remove(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
 def export(collection_id: int):  # type: ignore[no-untyped-def]
     """The live records as JSONL, one record per line by id, streamed: constant memory however many
     records the collection holds."""
-    database = db()
-    with database.connection() as conn:
-        collection = collection_for_member(conn, principal(), collection_id)
-    lines = records.export_jsonl(database, collection, batch=EXPORT_CHUNK)
+    collection, lines = member_records.export(db(), principal(), collection_id, batch=EXPORT_CHUNK)
     return Response(lines, mimetype="application/x-ndjson", headers={
         "Content-Disposition": f'attachment; filename="{collection.name}.jsonl"',
         "Cache-Control": "no-store"})

@@ -9,7 +9,8 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -192,70 +193,99 @@ def _grants(a: argparse.Namespace) -> dict[str, bool | None]:
     return {k: getattr(a, k) for k in admin.GRANT_FLAGS}
 
 
-ADMIN: dict[tuple[str, str], tuple[str, Callable[[argparse.ArgumentParser], None],
-                                   Callable[[Database, argparse.Namespace], dict[str, Any]]]] = {
-    ("org", "create"): ("create an organisation",
-                        lambda p: p.add_argument("--name", required=True),
-                        lambda db, a: admin.create_org(db, name=a.name)),
-    ("guild", "create"): ("create a guild in an organisation",
-                          lambda p: (p.add_argument("--org", type=int, required=True),
-                                     p.add_argument("--name", required=True)),
-                          lambda db, a: admin.create_guild(db, org_id=a.org, name=a.name)),
-    ("agent", "create"): ("create an agent in a guild",
-                          lambda p: (p.add_argument("--org", type=int, required=True),
-                                     p.add_argument("--guild", type=int, required=True),
-                                     p.add_argument("--name", required=True),
-                                     p.add_argument("--task", default="", help="the standing task (Markdown)"),
-                                     _grant_flags(p)),
-                          lambda db, a: admin.create_agent(db, org_id=a.org, guild_id=a.guild, name=a.name,
-                                                           task=a.task, **_grants(a))),
-    ("agent", "set"): ("change an agent's name or note grants",
-                       lambda p: (p.add_argument("id", type=int), p.add_argument("--name"), _grant_flags(p)),
-                       lambda db, a: admin.set_agent(db, a.id, name=a.name, **_grants(a))),
-    ("user", "create"): ("create a user who can log in",
-                         lambda p: (p.add_argument("--email", required=True),
-                                    p.add_argument("--password", required=True),
-                                    p.add_argument("--name", default="")),
-                         lambda db, a: admin.create_user(db, email=a.email, password=a.password, name=a.name)),
-    ("user", "set-password"): ("replace a user's password (the old one stops working at once)",
-                               lambda p: (p.add_argument("--email", required=True),
-                                          p.add_argument("--password", required=True)),
-                               lambda db, a: admin.set_password(db, email=a.email, password=a.password)),
-    ("member", "add"): ("make a user a member (operator) of an organisation",
-                        lambda p: (p.add_argument("--org", type=int, required=True),
-                                   p.add_argument("--email", required=True)),
-                        lambda db, a: admin.add_member(db, org_id=a.org, email=a.email)),
-    ("member", "remove"): ("end a user's membership of an organisation, and their tokens there",
-                           lambda p: (p.add_argument("--org", type=int, required=True),
-                                      p.add_argument("--email", required=True)),
-                           lambda db, a: admin.remove_member(db, org_id=a.org, email=a.email)),
-    ("token", "create"): ("create an API token (shown once)",
-                          lambda p: (p.add_argument("--org", type=int, required=True),
-                                     (m := p.add_mutually_exclusive_group(required=True)),
-                                     m.add_argument("--member", metavar="EMAIL"),
-                                     m.add_argument("--service", action="store_true",
-                                                    help="the orchestrator's token for the organisation")),
-                          lambda db, a: admin.create_token(db, org_id=a.org, member_email=a.member,
-                                                           service=a.service)),
-    ("token", "list"): ("list the tokens that can log in (ids and prefixes, never secrets)",
-                        lambda p: (p.add_argument("--org", type=int, help="only this organisation's"),
-                                   p.add_argument("--member", metavar="EMAIL", help="only this user's")),
-                        lambda db, a: admin.list_tokens(db, org_id=a.org, member_email=a.member)),
-    ("token", "revoke"): ("delete a token: it stops working at once on every gateway",
-                          lambda p: p.add_argument("id", type=int, help="the token's id (see token list)"),
-                          lambda db, a: admin.revoke_token(db, a.id)),
-    ("run", "create"): ("open a run for an agent (for run-owned provenance)",
-                        lambda p: (p.add_argument("--agent", type=int, required=True),
-                                   p.add_argument("--kind", required=True, choices=admin.RUN_KINDS),
-                                   p.add_argument("--status", default="running", choices=admin.RUN_STATUSES),
-                                   p.add_argument("--routine", help="the schedule's routine name")),
-                        lambda db, a: admin.create_run(db, agent_id=a.agent, kind=a.kind, status=a.status,
-                                                       routine=a.routine)),
-    ("run", "set"): ("change a run's status",
-                     lambda p: (p.add_argument("id", type=int),
-                                p.add_argument("--status", required=True, choices=admin.RUN_STATUSES)),
-                     lambda db, a: admin.set_run(db, a.id, status=a.status)),
-}
+AdminFn = Callable[[Database, argparse.Namespace], dict[str, Any]]
+
+
+def _object(objects: argparse._SubParsersAction, name: str) -> argparse._SubParsersAction:
+    """`hostfinder admin NAME`: the actions on one kind of object."""
+    p = objects.add_parser(name, help=f"{name} commands", description=f"{name} commands")
+    return p.add_subparsers(dest="admin_action", required=True, metavar="ACTION")
+
+
+@contextmanager
+def _action(actions: argparse._SubParsersAction, name: str, help_text: str, fn: AdminFn) -> Iterator[argparse.ArgumentParser]:
+    """`hostfinder admin OBJECT NAME`: declare its arguments in the ``with`` block; it opens the
+    store, runs ``fn`` and prints its JSON (cmd_admin). The store options come last."""
+    p = actions.add_parser(name, help=help_text, description=help_text)
+    yield p
+    add_store_options(p)
+    p.set_defaults(func=cmd_admin, admin_fn=fn)
+
+
+def add_admin_commands(objects: argparse._SubParsersAction) -> None:
+    """Every `hostfinder admin OBJECT ACTION`, in the order --help lists them."""
+    org = _object(objects, "org")
+    with _action(org, "create", "create an organisation", lambda db, a: admin.create_org(db, name=a.name)) as p:
+        p.add_argument("--name", required=True)
+
+    guild = _object(objects, "guild")
+    with _action(guild, "create", "create a guild in an organisation",
+                 lambda db, a: admin.create_guild(db, org_id=a.org, name=a.name)) as p:
+        p.add_argument("--org", type=int, required=True)
+        p.add_argument("--name", required=True)
+
+    agent = _object(objects, "agent")
+    with _action(agent, "create", "create an agent in a guild",
+                 lambda db, a: admin.create_agent(db, org_id=a.org, guild_id=a.guild, name=a.name, task=a.task,
+                                                  **_grants(a))) as p:
+        p.add_argument("--org", type=int, required=True)
+        p.add_argument("--guild", type=int, required=True)
+        p.add_argument("--name", required=True)
+        p.add_argument("--task", default="", help="the standing task (Markdown)")
+        _grant_flags(p)
+    with _action(agent, "set", "change an agent's name or note grants",
+                 lambda db, a: admin.set_agent(db, a.id, name=a.name, **_grants(a))) as p:
+        p.add_argument("id", type=int)
+        p.add_argument("--name")
+        _grant_flags(p)
+
+    user = _object(objects, "user")
+    with _action(user, "create", "create a user who can log in",
+                 lambda db, a: admin.create_user(db, email=a.email, password=a.password, name=a.name)) as p:
+        p.add_argument("--email", required=True)
+        p.add_argument("--password", required=True)
+        p.add_argument("--name", default="")
+    with _action(user, "set-password", "replace a user's password (the old one stops working at once)",
+                 lambda db, a: admin.set_password(db, email=a.email, password=a.password)) as p:
+        p.add_argument("--email", required=True)
+        p.add_argument("--password", required=True)
+
+    member = _object(objects, "member")
+    with _action(member, "add", "make a user a member (operator) of an organisation",
+                 lambda db, a: admin.add_member(db, org_id=a.org, email=a.email)) as p:
+        p.add_argument("--org", type=int, required=True)
+        p.add_argument("--email", required=True)
+    with _action(member, "remove", "end a user's membership of an organisation, and their tokens there",
+                 lambda db, a: admin.remove_member(db, org_id=a.org, email=a.email)) as p:
+        p.add_argument("--org", type=int, required=True)
+        p.add_argument("--email", required=True)
+
+    token = _object(objects, "token")
+    with _action(token, "create", "create an API token (shown once)",
+                 lambda db, a: admin.create_token(db, org_id=a.org, member_email=a.member, service=a.service)) as p:
+        p.add_argument("--org", type=int, required=True)
+        who = p.add_mutually_exclusive_group(required=True)
+        who.add_argument("--member", metavar="EMAIL")
+        who.add_argument("--service", action="store_true", help="the orchestrator's token for the organisation")
+    with _action(token, "list", "list the tokens that can log in (ids and prefixes, never secrets)",
+                 lambda db, a: admin.list_tokens(db, org_id=a.org, member_email=a.member)) as p:
+        p.add_argument("--org", type=int, help="only this organisation's")
+        p.add_argument("--member", metavar="EMAIL", help="only this user's")
+    with _action(token, "revoke", "delete a token: it stops working at once on every gateway",
+                 lambda db, a: admin.revoke_token(db, a.id)) as p:
+        p.add_argument("id", type=int, help="the token's id (see token list)")
+
+    run = _object(objects, "run")
+    with _action(run, "create", "open a run for an agent (for run-owned provenance)",
+                 lambda db, a: admin.create_run(db, agent_id=a.agent, kind=a.kind, status=a.status,
+                                                routine=a.routine)) as p:
+        p.add_argument("--agent", type=int, required=True)
+        p.add_argument("--kind", required=True, choices=admin.RUN_KINDS)
+        p.add_argument("--status", default="running", choices=admin.RUN_STATUSES)
+        p.add_argument("--routine", help="the schedule's routine name")
+    with _action(run, "set", "change a run's status", lambda db, a: admin.set_run(db, a.id, status=a.status)) as p:
+        p.add_argument("id", type=int)
+        p.add_argument("--status", required=True, choices=admin.RUN_STATUSES)
 
 
 def _bootstrap(db: Database, a: argparse.Namespace) -> dict[str, Any]:
@@ -308,15 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("admin", help="create and change organisations, guilds, agents, users, tokens, runs",
                        description="Administration. Each subcommand prints one JSON object with its id.")
     groups = p.add_subparsers(dest="admin_group", required=True, metavar="OBJECT")
-    by_group: dict[str, argparse._SubParsersAction] = {}
-    for (group, action), (help_text, add_args, fn) in ADMIN.items():
-        if group not in by_group:
-            gp = groups.add_parser(group, help=f"{group} commands", description=f"{group} commands")
-            by_group[group] = gp.add_subparsers(dest="admin_action", required=True, metavar="ACTION")
-        ap = by_group[group].add_parser(action, help=help_text, description=help_text)
-        add_args(ap)
-        add_store_options(ap)
-        ap.set_defaults(func=cmd_admin, admin_fn=fn)
+    add_admin_commands(groups)
     bp = groups.add_parser("bootstrap", help="an organisation, guild, agent, user and tokens in one step",
                            description="Create an organisation with a guild, an agent, a user with a password, "
                                        "a member token and a service token; print them as one JSON object.")

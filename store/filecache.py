@@ -19,7 +19,7 @@ While the LISTEN connection is down the cache is off (every read goes to the dat
 starts empty again when the connection comes back, so missed events cannot leave stale entries.
 Entries also expire after ``max_age`` seconds as a backstop for changes that publish no event
 (an organisation deleted by hand in SQL). Only families whose every change publishes an event on
-the file's own path are cached: notes, task, memory, scripts, history."""
+the file's own path are cached: those that say so (``Family.cacheable`` in store.families)."""
 from __future__ import annotations
 
 import logging
@@ -33,9 +33,6 @@ import psycopg
 from store.events import ChangeListener, Event, subscribe_local, tree_paths
 
 log = logging.getLogger(__name__)
-
-CACHEABLE_KINDS = frozenset({"note", "task", "memory", "script", "history"})
-
 
 class FileCache:
     def __init__(self, conninfo: str, *, max_entries: int = 20_000, max_bytes: int = 64 << 20,

@@ -2,11 +2,11 @@
 
 The WebDAV provider and the FUSE mount both call ``HostTree`` and nothing else, as rclone's
 ``serve webdav`` and ``mount`` share its VFS. The tree adds only its own rules (layout, side files,
-read-only folders, NFC names, conditional writes, moves between levels, editors' saves); the
-rules of each family (caps, reserved keys, embeds, provenance, versions) stay in the family
-modules, reached through ``store.host_families``.
+read-only folders, NFC names, conditional writes, moves between levels, editors' saves). What a
+file is, is its family's (store.families: one object per kind of file, one interface); the rules
+of each family (caps, reserved keys, embeds, provenance, versions) stay in its store module.
 
-Layout (see /work/shared/DESIGN.md)::
+Layout (store/layout.py; the README's "The tree")::
 
     org/<org_id>/<note>.md
     org/<org_id>/guilds/<guild_id>/<note>.md
@@ -22,25 +22,24 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Literal
 
-from store import host_families as fam
+from store import layout, properties, scratch
 from store import locks as leases
-from store import properties, scratch
 from store.access import Principal
 from store.db import Conn, Database, after_commit
-from store.errors import (AlreadyExists, Forbidden, Invalid, NotANote, NotFound, PreconditionFailed,
-                          ReadOnly, StoreError, TooLarge)
-from store.filecache import CACHEABLE_KINDS, FileCache
-from store.paths import RESERVED_AGENT_KEYS, SCRIPT_NAME, is_side_file, key_problem, nfc, parse_id
+from store.errors import (AlreadyExists, Forbidden, Invalid, NotANote, NotFound, PreconditionFailed, ReadOnly,
+                          StoreError)
+from store.families import Family, families_in, family_for
+from store.families.artifacts import contents
+from store.filecache import FileCache
+from store.layout import EPOCH, Folder, folder_of, split
+from store.paths import is_side_file
+from store.storage import MAX_CONTENT_BYTES, too_large
 
-MAX_WRITE = 262_144
-MARKDOWN = "text/markdown; charset=utf-8"
-PYTHON = "text/x-python; charset=utf-8"
-JSON = "application/json"
+MAX_WRITE = MAX_CONTENT_BYTES  # the name gateway/limits.py reads
 OCTETS = "application/octet-stream"
-EPOCH = datetime(2020, 1, 1, tzinfo=timezone.utc)
 
 NodeKind = Literal["root", "folder", "note", "task", "memory", "script", "history", "collection_json",
                    "record", "side"]
@@ -60,70 +59,6 @@ class Node:
     content_type: str
     writable: bool
     deletable: bool
-
-
-# ---------------------------------------------------------------------------------------------
-# Where a path points, before any query
-
-FolderKind = Literal["root", "orgs", "org", "guilds", "guild", "agents", "agent", "scripts", "history",
-                     "collections", "collection"]
-NOTE_FOLDERS = ("org", "guild", "agent")
-
-
-@dataclass(frozen=True)
-class Folder:
-    kind: FolderKind
-    path: str
-    org_id: int | None = None
-    owner_id: int | None = None     # guild or agent id
-    name: str | None = None         # collection name
-
-    @property
-    def level(self) -> fam.Level:
-        return "org" if self.kind == "org" else self.kind  # type: ignore[return-value]
-
-
-def split(path: str) -> list[str]:
-    """NFC segments of a tree path; '.', '..' and empty segments name nothing."""
-    path = nfc(path or "").strip("/")
-    if not path:
-        return []
-    parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        raise NotFound(f"unknown path /{path}")
-    return parts
-
-
-def folder_of(parts: list[str]) -> Folder | None:
-    """The folder these segments name by shape alone, or None when they cannot name a folder."""
-    path = "/".join(parts)
-    n = len(parts)
-    if n == 0:
-        return Folder("root", "")
-    if parts[0] != "org":
-        return None
-    if n == 1:
-        return Folder("orgs", path)
-    org = parse_id(parts[1])
-    if org is None:
-        return None
-    if n == 2:
-        return Folder("org", path, org)
-    head = parts[2]
-    if n == 3 and head in ("guilds", "agents", "collections"):
-        return Folder(head, path, org)  # type: ignore[arg-type]
-    if n == 4 and head == "guilds" and (gid := parse_id(parts[3])) is not None:
-        return Folder("guild", path, org, gid)
-    if n >= 4 and head == "agents" and (aid := parse_id(parts[3])) is not None:
-        if n == 4:
-            return Folder("agent", path, org, aid)
-        if n == 5 and parts[4] == "scripts":
-            return Folder("scripts", path, org, aid)
-        if n == 5 and parts[4] == "history-archive":
-            return Folder("history", path, org, aid)
-    if n == 4 and head == "collections":
-        return Folder("collection", path, org, None, parts[3])
-    return None
 
 
 # Paths hidden by a rename-away save, as this process made them: {(user id, path): monotonic
@@ -193,14 +128,14 @@ class HostTree:
                 raise NotANote(f"/{'/'.join(parts)} is a file, not a folder")
             self._check_org(folder)
             generation = self.cache.generation if self.cache is not None else 0
-            nodes = self._children(conn, folder)
+            nodes, prefetch = self._children(conn, folder)
             sides = scratch.list_folder(conn, self._uid, folder.path)
             hidden = {r["hiding"] for r in sides if r["hiding"]}
             if hidden:  # moved away in a rename-away save: gone, as far as this user can tell
                 nodes = [n for n in nodes if n.path not in hidden]
             nodes += [self._side_node(r) for r in sides]
             if self.cache is not None:
-                self._prefetch(conn, nodes, generation)
+                self._prefetch(conn, [n for n in prefetch if n.path not in hidden], generation)
         nodes.sort(key=lambda n: (not n.is_dir, n.name))
         return nodes
 
@@ -209,17 +144,17 @@ class HostTree:
     # an editor's project view) is about to read its files, and one query beats one per file.
     PREFETCH_BYTES = 8 << 20
 
-    def _prefetch(self, conn: Conn, nodes: list[Node], generation: int) -> None:
+    def _prefetch(self, conn: Conn, files: list[Node], generation: int) -> None:
+        """``files``: the listed files of families that bring their bytes along (Family.prefetch)."""
         assert self.cache is not None
-        files = [n for n in nodes if n.kind in ("note", "script")]
         if not files or sum(n.size for n in files) > self.PREFETCH_BYTES:
             return
         files = [n for n in files if (hit := self.cache.get(n.path)) is None or hit[0].version != n.version]
         if not files:
             return
-        contents = fam.contents(conn, [n.path for n in files])
+        found = contents(conn, [n.path for n in files])
         for node in files:
-            got = contents.get(node.path)
+            got = found.get(node.path)
             if got is not None and got[0] == node.version:  # the listing and the bytes agree
                 self.cache.put(node.path, node, got[1], generation)
 
@@ -248,11 +183,11 @@ class HostTree:
             return None
         try:
             folder, name = self._parent(parts)
-            kind = self._file_kind(folder, name, for_write=False)
+            family = family_for(folder, name, for_write=False)
         except StoreError:
             return None  # the full path (stat/read) gives the refusal its sentence
         key = "/".join(parts)
-        if kind not in CACHEABLE_KINDS or _hidden_here(self._uid, key):
+        if not family.cacheable or _hidden_here(self._uid, key):
             return None
         return self.cache.get(key)
 
@@ -278,12 +213,13 @@ class HostTree:
                 cond.check(self._side_current(conn, "/".join(parts)))
                 row = scratch.write(conn, self._uid, "/".join(parts), data)
             return self._side_node(row)
-        kind = self._file_kind(folder, name, for_write=True)
+        family = family_for(folder, name, for_write=True)
         text = _text(data, name)
         tree_path = "/".join(parts)
         with self.db.transaction() as conn:
-            self._require_folder(conn, folder)
-            current = self._family_node(conn, folder, name, kind)
+            current = self._family_node(conn, folder, name, family)
+            if current is None:
+                self._require_folder(conn, folder)  # (a file there is proof enough of its folder)
             cond.check(current)
             if_version = cond.version_for(current)
             moved_away = scratch.hiding(conn, self._uid, tree_path) if current is None else None
@@ -292,10 +228,12 @@ class HostTree:
                 # keeps its identity, history and embeds. A condition (If-None-Match: *, the
                 # client's "it is gone") holds only if nobody changed the file meanwhile.
                 if_version = moved_away if cond.conditional else None
-            self._write_family(conn, folder, name, kind, text, if_version=if_version)
+            written = family.write(conn, folder, name, text, self.actor, if_version=if_version)
             if moved_away is not None:
                 self._unhide(conn, tree_path)
-            return self._family_node(conn, folder, name, kind)  # type: ignore[return-value]
+            if written is not None:
+                return _file_node(folder, name, family, written)
+            return self._family_node(conn, folder, name, family)  # type: ignore[return-value]
 
     def check_write(self, path: str) -> None:
         """Refuse now, with the sentence write() would give, a name that cannot be written (a
@@ -305,7 +243,7 @@ class HostTree:
             raise NotANote(f"/{'/'.join(parts)} is a folder; files go inside it")
         folder, name = self._parent(parts)
         if not _side(parts):
-            self._file_kind(folder, name, for_write=True)
+            family_for(folder, name, for_write=True)
 
     def delete(self, path: str) -> None:
         self._forget_recent()
@@ -320,18 +258,13 @@ class HostTree:
                     raise NotFound(f"unknown file /{tree_path}")
                 return
             self._require_folder(conn, folder)
-            kind = self._file_kind(folder, name, for_write=False)
-            if kind in ("task", "memory"):
-                raise Forbidden(f"{name} is reserved at the agent root and cannot be deleted; "
-                                "write new content to it instead")
-            if kind in ("history", "collection_json", "record"):
-                raise ReadOnly(_read_only_sentence(folder))
-            if self._family_node(conn, folder, name, kind) is None:
+            family = family_for(folder, name, for_write=False)
+            refusal = family.removal_refusal(folder, name, moving=False)
+            if refusal is not None:
+                raise refusal
+            if self._family_node(conn, folder, name, family) is None:
                 raise NotFound(f"unknown file /{tree_path}")
-            if kind == "note":
-                fam.delete_note(conn, self._target(folder, name), self.actor)
-            else:
-                fam.delete_script(conn, folder.org_id, folder.owner_id, name, self.actor)
+            family.delete(conn, folder, name, self.actor)
             properties.clear(conn, tree_path)
             leases.clear(conn, tree_path)
 
@@ -372,14 +305,15 @@ class HostTree:
         with self.db.transaction() as conn:
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
-            # The source's content and kind.
+            # The source's content and family (None: a side file).
+            sfam: Family | None = None
             if _side(sp):
                 row = scratch.get(conn, self._uid, spath)
                 if row is None:
                     raise NotFound(f"unknown file /{spath}")
-                content, skind = bytes(row["content"]), "side"
+                content = bytes(row["content"])
             else:
-                skind = self._file_kind(sfolder, sname, for_write=False)
+                sfam = family_for(sfolder, sname, for_write=False)
                 node, raw = self._file(conn, sp, with_content=True)
                 content = raw or b""
             # Where it goes.
@@ -387,9 +321,9 @@ class HostTree:
                 if not overwrite and scratch.get(conn, self._uid, dpath) is not None:
                     raise AlreadyExists(f"/{dpath} exists and Overwrite is off")
                 row = scratch.write(conn, self._uid, dpath, content)
-                if is_move and skind == "side":
+                if is_move and sfam is None:
                     scratch.delete(conn, self._uid, spath)
-                elif is_move and skind in ("note", "task", "memory", "script"):
+                elif is_move and sfam.writable:
                     # A rename-away save (vim, Emacs, davfs2): the file stays where it is for
                     # everyone else, and is hidden from this user until the editor creates it
                     # again, which is then its next version (see write()).
@@ -397,51 +331,34 @@ class HostTree:
                     uid = self._uid
                     after_commit(lambda: _remember_hidden(uid, spath, True))
                 return self._side_node(row)
-            dkind = self._file_kind(dfolder, dname, for_write=True)
-            if skind not in ("side",) and _family_group(skind) != _family_group(dkind):
-                raise NotANote(f"cannot {verb} /{spath} to /{dpath}: a {skind} cannot become a {dkind}; "
+            dfam = family_for(dfolder, dname, for_write=True)
+            if sfam is not None and sfam.group != dfam.group:
+                raise NotANote(f"cannot {verb} /{spath} to /{dpath}: a {sfam.kind} cannot become a {dfam.kind}; "
                                "notes stay .md files in a note folder and scripts stay in scripts/")
-            if is_move and skind in ("task", "memory"):
-                raise Forbidden(f"{sname} is reserved at the agent root and cannot be moved; "
-                                "copy its content to a note instead")
-            if is_move and skind in ("history", "collection_json", "record"):
-                raise ReadOnly(_read_only_sentence(sfolder))
-            existing = self._family_node(conn, dfolder, dname, dkind)
+            refusal = sfam.removal_refusal(sfolder, sname, moving=True) if is_move and sfam is not None else None
+            if refusal is not None:
+                raise refusal
+            existing = self._family_node(conn, dfolder, dname, dfam)
             if existing is not None and existing.version > 0 and not overwrite:
                 raise AlreadyExists(f"/{dpath} exists and Overwrite is off; delete it first or allow overwriting")
             text = _text(content, dname)
             moved_away = scratch.hiding(conn, self._uid, dpath) if existing is None else None
             if moved_away is not None:
                 self._unhide(conn, dpath)  # the editor's new file arrives at the hidden path
-            if is_move and skind == "note" and dkind == "note" and (existing is not None or moved_away is not None):
-                # A note moved over another note (an editor saving through a temporary .md name)
-                # is the destination's next version: its identity, history and embeds continue,
-                # and the source ends with a 'delete' (refused, like any delete, while a task
-                # embeds the source).
-                fam.delete_note(conn, self._target(sfolder, sname), self.actor)
-                self._write_family(conn, dfolder, dname, dkind, text)
-            elif is_move and skind == "note" and dkind == "note":
-                # A rename keeps the moved note's identity; a note it replaces goes (store.notes
-                # applies the embed rule to both).
-                fam.move_note(conn, self._target(sfolder, sname), self._target(dfolder, dname), self.actor,
-                              replace=overwrite)
-            elif is_move and skind == "script" and dkind == "script" and sfolder.owner_id == dfolder.owner_id:
-                fam.move_script(conn, sfolder.org_id, sfolder.owner_id, sname, dname, self.actor, replace=overwrite)
-            else:
+            onto = existing is not None or moved_away is not None
+            if not (is_move and sfam is dfam and dfam.rename(conn, sfolder, sname, dfolder, dname, self.actor,
+                                                             replace=overwrite, onto=onto, text=text)):
                 # Over an existing file (an editor's atomic save, or a replace): one new version of
                 # the target, keeping its identity, embeds and history; then the source goes.
-                self._write_family(conn, dfolder, dname, dkind, text)
-                if is_move:
-                    if skind == "side":
-                        scratch.delete(conn, self._uid, spath)
-                    elif skind == "note":
-                        fam.delete_note(conn, self._target(sfolder, sname), self.actor)
-                    elif skind == "script":
-                        fam.delete_script(conn, sfolder.org_id, sfolder.owner_id, sname, self.actor)
-            if is_move and skind != "side":
+                dfam.write(conn, dfolder, dname, text, self.actor)
+                if is_move and sfam is None:
+                    scratch.delete(conn, self._uid, spath)
+                elif is_move:
+                    sfam.delete(conn, sfolder, sname, self.actor)  # type: ignore[union-attr]
+            if is_move and sfam is not None:
                 properties.move(conn, spath, dpath)
                 leases.clear(conn, spath)
-            return self._family_node(conn, dfolder, dname, dkind)  # type: ignore[return-value]
+            return self._family_node(conn, dfolder, dname, dfam)  # type: ignore[return-value]
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -460,45 +377,11 @@ class HostTree:
         self._check_org(folder)
         return folder, parts[-1]
 
-    def _target(self, folder: Folder, name: str) -> fam.NoteRef:
-        return fam.NoteRef(folder.org_id or 0, folder.level, folder.owner_id, name)  # type: ignore[arg-type]
-
-    def _require_folder(self, conn: Conn, folder: Folder) -> Node:
+    def _require_folder(self, conn: Conn, folder: Folder) -> None:
+        """NotFound unless ``folder`` exists and is this user's to see."""
         self._check_org(folder)
-        node = fam.folder_row(conn, folder, self.principal)
-        if node is None:
+        if layout.created_at(conn, folder) is None:
             raise NotFound(f"unknown folder /{folder.path}")
-        return _folder_node(folder.path, node["created_at"], writable=folder.kind in NOTE_FOLDERS + ("scripts",))
-
-    def _file_kind(self, folder: Folder, name: str, *, for_write: bool) -> str:
-        """What kind of file ``name`` would be in ``folder``, or the refusal a person reads."""
-        if folder.kind in NOTE_FOLDERS:
-            if folder.kind == "agent" and name in RESERVED_AGENT_KEYS:
-                return "task" if name == "task.md" else "memory"
-            problem = key_problem(name)
-            if problem:
-                raise NotANote(f"/{folder.path}/{name} cannot be a note: {problem}. Only Markdown notes "
-                               "(.md) live here; other files are refused")
-            return "note"
-        if folder.kind == "scripts":
-            if not SCRIPT_NAME.fullmatch(name):
-                raise NotANote(f"/{folder.path}/{name} cannot be a script: a script is a Python file name "
-                               "such as fetch_prices.py (letters, digits, _ . -, ending in .py)")
-            return "script"
-        if folder.kind == "history":
-            if for_write:
-                raise ReadOnly(_read_only_sentence(folder))
-            return "history"
-        if folder.kind == "collection":
-            if for_write:
-                raise ReadOnly(_read_only_sentence(folder))
-            return "collection_json" if name == "collection.json" else "record"
-        if folder.kind in ("guilds", "agents", "collections"):
-            what = {"guilds": "one folder per guild", "agents": "one folder per agent",
-                    "collections": "one folder per collection"}[folder.kind]
-            raise NotANote(f"/{folder.path} holds {what} and no files; put notes in /org/{folder.org_id}/ "
-                           f"or in a guild's or agent's folder")
-        raise NotANote(f"/{folder.path} holds only folders; notes live under /org/<org_id>/")
 
     def _forget_recent(self) -> None:
         # A write through this tree makes any content kept by an earlier stat() stale.
@@ -509,13 +392,11 @@ class HostTree:
         folder = folder_of(parts)
         if folder is not None:
             self._check_org(folder)
-            if folder.kind == "root":
-                return _folder_node("", EPOCH, writable=False, kind="root")
-            row = fam.folder_row(conn, folder, self.principal)
-            if row is None:
+            created = layout.created_at(conn, folder)
+            if created is None:
                 raise NotFound(f"unknown folder /{folder.path}")
-            return _folder_node(folder.path, row["created_at"],
-                                writable=folder.kind in NOTE_FOLDERS + ("scripts",))
+            return _folder_node(folder.path, created, writable=layout.SHAPES[folder.kind].writable,
+                                kind="folder" if parts else "root")
         node, content = self._file(conn, parts, with_content=True)
         if content is not None:
             with self._lock:
@@ -535,10 +416,10 @@ class HostTree:
                 raise NotFound(f"unknown file /{path}")
             return self._side_node(row), bytes(row["content"])
         try:
-            kind = self._file_kind(folder, name, for_write=False)
+            family = family_for(folder, name, for_write=False)
         except (NotANote, ReadOnly):
             raise NotFound(f"unknown file /{path}") from None
-        cache = self.cache if kind in CACHEABLE_KINDS else None
+        cache = self.cache if family.cacheable else None
         if cache is not None:
             hit = cache.get(path)
             if hit is not None:
@@ -546,49 +427,37 @@ class HostTree:
                     raise NotFound(f"unknown file /{path}")
                 return hit
             generation = cache.generation
-        row = fam.read_file(conn, folder, name, kind, self.principal, hidden_for=self._uid or None)
+        row = family.read(conn, folder, name, hidden_for=self._uid or None)
         if row is None:
             raise NotFound(f"unknown file /{path}")
-        node = _file_node(folder, name, kind, row)
+        node = _file_node(folder, name, family, row)
         if cache is not None:
             cache.put(path, node, row["content"], generation)
         return node, row["content"]
 
-    def _family_node(self, conn: Conn, folder: Folder, name: str, kind: str) -> Node | None:
-        row = fam.read_file(conn, folder, name, kind, self.principal, hidden_for=self._uid or None)
-        return None if row is None else _file_node(folder, name, kind, row)
+    def _family_node(self, conn: Conn, folder: Folder, name: str, family: Family) -> Node | None:
+        row = family.stat(conn, folder, name, hidden_for=self._uid or None)
+        return None if row is None else _file_node(folder, name, family, row)
 
     def _unhide(self, conn: Conn, path: str) -> None:
         scratch.unhide(conn, self._uid, path)
         _remember_hidden(self._uid, path, False)
 
-    def _write_family(self, conn: Conn, folder: Folder, name: str, kind: str, text: str, *,
-                      if_version: int | None = None) -> None:
-        """One new version; with ``if_version``, only if the file is still at that version
-        (PreconditionFailed otherwise, decided under the family's row lock)."""
-        if kind == "note":
-            fam.write_note(conn, self._target(folder, name), text, self.actor, if_version=if_version)
-        elif kind == "task":
-            fam.write_task(conn, folder.org_id, folder.owner_id, text, self.actor, if_version=if_version)
-        elif kind == "memory":
-            fam.write_memory(conn, folder.org_id, folder.owner_id, text, self.actor, if_version=if_version)
-        elif kind == "script":
-            fam.write_script(conn, folder.org_id, folder.owner_id, name, text, self.actor, if_version=if_version)
-        else:
-            raise ReadOnly(_read_only_sentence(folder))
-
-    def _children(self, conn: Conn, folder: Folder) -> list[Node]:
-        rows = fam.children(conn, folder, self.principal)
-        if rows is None:
+    def _children(self, conn: Conn, folder: Folder) -> tuple[list[Node], list[Node]]:
+        """The folder's folders and files, and the files whose bytes a listing may bring along
+        (their family's ``prefetch``). One query for the folder, one per family it holds."""
+        created = layout.created_at(conn, folder)
+        if created is None:
             raise NotFound(f"unknown folder /{folder.path}")
-        nodes = []
-        for row in rows:
-            if row.get("is_dir"):
-                nodes.append(_folder_node(_join(folder.path, row["name"]), row["created_at"],
-                                          writable=row.get("writable", False)))
-            else:
-                nodes.append(_file_node(folder, row["name"], row["kind"], row))
-        return nodes
+        nodes = [_folder_node(_join(folder.path, d["name"]), d["created_at"], writable=d["writable"])
+                 for d in layout.subfolders(conn, folder, self.principal, created)]
+        prefetch: list[Node] = []
+        for family in families_in(folder):
+            files = [_file_node(folder, row["name"], family, row) for row in family.list(conn, folder)]
+            nodes += files
+            if family.prefetch:
+                prefetch += files
+        return nodes, prefetch
 
     def _side_current(self, conn: Conn, path: str) -> Node | None:
         row = scratch.get(conn, self._uid, path)
@@ -645,27 +514,14 @@ class _Condition:
 
 
 def _text(data: bytes, name: str) -> str:
-    if len(data) > MAX_WRITE:
-        raise TooLarge(f"{name} is {len(data)} bytes; a write is at most {MAX_WRITE} bytes (256 KB). "
-                       "Split it into several notes")
+    if len(data) > MAX_CONTENT_BYTES:
+        raise too_large(name, len(data))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         msg = (f"{name} is not UTF-8 text (byte {exc.start} is not valid UTF-8); notes and scripts are "
                "text: save the file as UTF-8")
         raise Invalid(msg, [msg]) from None
-
-
-def _family_group(kind: str) -> str:
-    return {"note": "md", "task": "md", "memory": "md", "history": "md", "script": "py"}.get(kind, kind)
-
-
-def _read_only_sentence(folder: Folder) -> str:
-    if folder.kind == "history":
-        return (f"/{folder.path} is read-only: it keeps earlier versions of memory.md; "
-                "write memory.md to change the memory")
-    return (f"/{folder.path} is read-only: collections and records change through the Databases page "
-            "or the API, not as files")
 
 
 def _side(parts: list[str]) -> bool:
@@ -683,13 +539,7 @@ def _folder_node(path: str, created: datetime, *, writable: bool, kind: NodeKind
     return Node(path, name, kind, True, 0, 0, "", created, created, "httpd/unix-directory", writable, False)
 
 
-_CONTENT_TYPES = {"note": MARKDOWN, "task": MARKDOWN, "memory": MARKDOWN, "history": MARKDOWN,
-                  "script": PYTHON, "collection_json": JSON, "record": JSON}
-
-
-def _file_node(folder: Folder, name: str, kind: str, row: dict) -> Node:
-    writable = kind in ("note", "task", "memory", "script")
-    deletable = kind in ("note", "script")
-    return Node(_join(folder.path, name), name, kind, False, int(row["size"]), int(row["version"]),  # type: ignore[arg-type]
+def _file_node(folder: Folder, name: str, family: Family, row: dict) -> Node:
+    return Node(_join(folder.path, name), name, family.kind, False, int(row["size"]), int(row["version"]),  # type: ignore[arg-type]
                 f'"{row["tag"]}-v{row["version"]}"', row["created_at"], row["updated_at"],
-                _CONTENT_TYPES[kind], writable, deletable)
+                family.content_type, family.writable, family.deletable)

@@ -9,7 +9,7 @@ edit through the Host or the API, or any other ^[a-z0-9][a-z0-9-]{0,40}$ the cal
 
     read_memory(conn, org_id, agent_id) -> dict | None
     write_memory(conn, org_id, agent_id, content, actor, *, source, if_version=None) -> dict
-    list_history(conn, org_id, agent_id) -> list[dict]     newest first: name, display_path,
+    list_history(conn, org_id, agent_id) -> list[dict]     newest first: id, name, display_path,
                                                            version, saved_at, saved_by, size
     read_history(conn, org_id, agent_id, name) -> dict      NotFound for an unknown name
 
@@ -26,9 +26,10 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.db import Conn, Database
 from store.errors import Invalid, NotFound, PreconditionFailed
-from store.notes import check_content, insert_artifact, iso
+from store.notes import iso
+from store.storage import check_content, insert_artifact
 from store.paths import HISTORY_NAME, history_path, memory_path
-from store.provenance import record_change
+from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 from store.tools import Arg, tool
 
 SOURCE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}\Z")
@@ -44,14 +45,19 @@ WITH cur AS (SELECT id, content, version, updated_at, updated_by, content_json F
      upd AS (UPDATE artifacts a SET content = %(content)s, version = a.version + 1,
                     updated_at = clock_timestamp(), updated_by = %(by)s, content_json = %(json)s::jsonb
                FROM ok WHERE a.id = ok.id
-             RETURNING {', '.join('a.' + c.strip() for c in _COLUMNS.split(','))})
-SELECT (SELECT version FROM cur) AS current_version, upd.*
+             RETURNING {', '.join('a.' + c.strip() for c in _COLUMNS.split(','))}),
+     change AS ({change_cte("(SELECT %(org_id)s::bigint AS org_id, display_path, 'update' AS operation, version"
+                            " FROM upd) AS written")})
+SELECT (SELECT version FROM cur) AS current_version, (SELECT id FROM change) AS change_id,
+       {notify_change("change")} AS notified, upd.*
   FROM (VALUES (1)) AS v LEFT JOIN upd ON true
 """
 
 
-def stamp(when: Any) -> str:
-    return when.strftime("%Y%m%dT%H%M%S%fZ")
+def stamp(when: datetime) -> str:
+    """A saved_at as a history file name's stamp: UTC (the Z says so, whatever the session's
+    time zone), with microseconds, so two saves in one second have two names."""
+    return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 def _agent_org_check(conn: Conn, org_id: int, agent_id: int) -> None:
@@ -83,11 +89,15 @@ def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Ac
         raise Invalid(msg, [msg])
     path = memory_path(org_id, agent_id)
     meta = json.dumps({"source": source})
-    row = conn.execute(_SAVE, {"path": path, "if_version": if_version, "agent_id": agent_id,
-                               "content": content, "by": actor.name, "json": meta}).fetchone()
-    current = row.pop("current_version")
-    created = False
-    if row["id"] is None:
+    row = conn.execute(_SAVE, {"path": path, "if_version": if_version, "agent_id": agent_id, "org_id": org_id,
+                               "content": content, "by": actor.name, "json": meta,
+                               **actor_params(actor)}).fetchone()
+    current, change_id = row.pop("current_version"), row.pop("change_id")
+    row.pop("notified")
+    if row["id"] is not None:  # an update: its provenance row and event were part of the statement
+        announce(org_id=org_id, display_path=path, operation="update", version=row["version"],
+                 change_id=change_id)
+    else:
         if current is not None or if_version:
             raise _stale(path, current or 0, if_version)
         _agent_org_check(conn, org_id, agent_id)
@@ -98,9 +108,8 @@ def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Ac
             if if_version is not None:  # ours expected version 0, which no longer holds
                 raise _stale(path, 1, if_version)
             return write_memory(conn, org_id, agent_id, content, actor, source=source)
-        created = True
-    record_change(conn, org_id=org_id, display_path=path, operation="create" if created else "update",
-                  version=row["version"], actor=actor)
+        record_change(conn, org_id=org_id, display_path=path, operation="create", version=row["version"],
+                      actor=actor)
     return _shape(row)
 
 
@@ -112,7 +121,7 @@ def _stale(path: str, current: int, expected: int | None) -> PreconditionFailed:
 def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
     """The archived memory versions, newest first."""
     _agent_org_check(conn, org_id, agent_id)
-    rows = conn.execute("SELECT version, source, saved_at, saved_by, octet_length(content) AS size"
+    rows = conn.execute("SELECT id, version, source, saved_at, saved_by, octet_length(content) AS size"
                         " FROM memory_revisions WHERE agent_id = %s ORDER BY id DESC", (agent_id,)).fetchall()
     for r in rows:
         r["name"] = f"{stamp(r['saved_at'])}-{r['source']}.md"
@@ -121,7 +130,9 @@ def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
 
 
 def read_history(conn: Conn, org_id: int, agent_id: int, name: str) -> dict:
-    """One archived version by its file name (<stamp>-<source>.md), with content."""
+    """One archived version by the file name list_history gives it (<stamp>-<source>.md), with
+    content. A stamp without microseconds finds the newest version saved in that second; the row's
+    ``name`` is then the version's own name (the tree serves each version under that one name)."""
     m = HISTORY_NAME.fullmatch(name)
     unknown = NotFound(f"unknown file {history_path(org_id, agent_id, name)}: no earlier memory version has that name")
     if not m:
@@ -135,15 +146,15 @@ def read_history(conn: Conn, org_id: int, agent_id: int, name: str) -> dict:
     # Without microseconds in the name, the newest version saved in that second answers.
     upper = "interval '1 second'" if len(stamp_text) == 16 else "interval '1 microsecond'"
     row = conn.execute(
-        f"""SELECT r.version, r.source, r.saved_at, r.saved_by, r.content FROM memory_revisions r
+        f"""SELECT r.id, r.version, r.source, r.saved_at, r.saved_by, r.content FROM memory_revisions r
               JOIN agents a ON a.id = r.agent_id
              WHERE r.agent_id = %s AND a.org_id = %s AND r.source = %s
                AND r.saved_at >= %s AND r.saved_at < %s::timestamptz + {upper}
              ORDER BY r.id DESC LIMIT 1""", (agent_id, org_id, source, when, when)).fetchone()
     if row is None:
         raise unknown
-    row["name"] = name
-    row["display_path"] = history_path(org_id, agent_id, name)
+    row["name"] = f"{stamp(row['saved_at'])}-{row['source']}.md"
+    row["display_path"] = history_path(org_id, agent_id, row["name"])
     return row
 
 

@@ -29,74 +29,34 @@ the file_changes row and the NOTIFY (store.provenance.record_change) in that tra
         Provenance: 'move' on the old path, 'create' (or 'update' when it replaced a note) on the
         new one.
 
-Shared with store.memory and store.scripts: ``check_content`` (the size cap and text rules),
-``insert_artifact`` (the create path with the per-owner cap) and ``OWNER_CAP``.
+The storage notes share with scripts and memory (the owner cap, versioned update, soft delete,
+relocation, the 256 KB cap) is store.storage's.
 """
 from __future__ import annotations
 
-import functools
-import re
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from store import embeds, note_search
 from store.access import Actor
 from store.agents import Agent, AgentCall
-from store.db import Conn, Database, on_constraint
-from store.errors import (AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound,
-                          PreconditionFailed, TooLarge)
-from store.paths import LEVELS, RESERVED_AGENT_KEYS, Target, check_note_key, key_problem, nfc, note_path, parse
-from store.provenance import record_change
+from store.db import Conn, Database
+from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound
+from store.paths import LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path, parse
+from store.storage import (NOTE_COLUMNS, OWNER_CAP, _owner_key, _retire, _update_sql, check_content,
+                           owner_columns, owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
 from store.tools import Arg, tool
 
-MAX_CONTENT_BYTES = 262_144  # 256 KB of UTF-8 per write
-OWNER_CAP = 10_000           # live artifacts per owner, records excepted
+class NoteRef(NamedTuple):
+    """One note's place: (org_id, level, owner_id, key); a plain 4-tuple works where one is asked."""
+    org_id: int
+    level: Level
+    owner_id: int | None
+    key: str
 
-NoteRef = tuple[int, str, "int | None", str]  # (org_id, level, owner_id, key)
-
-NOTE_COLUMNS = ("id, org_id, display_path, level, key, version, created_at, updated_at, "
-                "created_by, updated_by")
-
-on_constraint("artifacts_guild_id_org_id_fkey",
-              lambda d: NotFound("unknown guild: no guild of that organisation has that id"))
-on_constraint("artifacts_agent_id_org_id_fkey",
-              lambda d: NotFound("unknown agent: no agent of that organisation has that id"))
-on_constraint("artifacts_org_id_fkey", lambda d: NotFound("unknown organisation"))
-
-
-def _path_taken(diag: Any) -> AlreadyExists:
-    # Reached when a move or rename lands on a path that another transaction created after the
-    # move looked (the creates themselves use ON CONFLICT and never get here).
-    m = re.search(r"\(display_path\)=\((.*)\) already exists", diag.message_detail or "")
-    what = m.group(1) if m else "the destination"
-    return AlreadyExists(f"{what} was created by another change at the same moment; read the folder again, "
-                         "then retry with overwriting allowed or choose another name")
-
-
-on_constraint("artifacts_live_path", _path_taken)
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared rules
-
-
-def check_content(content: object, what: str = "content") -> str:
-    """``content`` if it can be stored: text, no NUL, valid Unicode, at most 262 144 bytes."""
-    if not isinstance(content, str):
-        msg = f"{what} must be text (a JSON string)"
-        raise Invalid(msg, [msg])
-    if "\x00" in content:
-        msg = f"{what} contains a NUL character (\\u0000), which text cannot hold; remove it"
-        raise Invalid(msg, [msg])
-    try:
-        size = len(content.encode("utf-8"))
-    except UnicodeEncodeError:
-        msg = f"{what} is not valid Unicode (it holds a lone surrogate); send UTF-8 text"
-        raise Invalid(msg, [msg]) from None
-    if size > MAX_CONTENT_BYTES:
-        raise TooLarge(f"{what} is {size:,} bytes; a write holds at most {MAX_CONTENT_BYTES:,} bytes "
-                       "(256 KB) of UTF-8: split it into several smaller files")
-    return content
+    @property
+    def path(self) -> str:
+        return note_path(self.org_id, self.level, self.owner_id, self.key)
 
 
 def level_problem(level: object) -> str | None:
@@ -105,194 +65,7 @@ def level_problem(level: object) -> str | None:
     return f"level {level!r} is not one of agent, guild, org"
 
 
-def _owner(level: str, owner_id: int | None) -> tuple[int | None, int | None]:
-    """(guild_id, agent_id) for an owner."""
-    if level == "agent":
-        return None, owner_id
-    if level == "guild":
-        return owner_id, None
-    return None, None
-
-
-def owner_where(level: str) -> str:
-    """The WHERE fragment naming one owner's rows (parameters %(guild_id)s, %(agent_id)s), after
-    ``org_id = %(org_id)s``. Every column of the artifacts_live_owner index prefix is fixed, so a
-    listing reads that owner's index range and nothing of the organisation's other owners (a
-    ``guild_id IS NOT DISTINCT FROM`` is not indexable and read every guild's notes)."""
-    return {"agent": "level = 'agent' AND guild_id IS NULL AND agent_id = %(agent_id)s",
-            "guild": "level = 'guild' AND guild_id = %(guild_id)s AND agent_id IS NULL",
-            "org": "level = 'org' AND guild_id IS NULL AND agent_id IS NULL"}[level]
-
-
-def _owner_key(level: str, owner_id: int | None) -> int:
-    """The owner's id in owner_counts: the guild or agent id, 0 for the organisation."""
-    return 0 if level == "org" else int(owner_id or 0)
-
-
-# The owner's counter row (sql/011_owner_counts.sql), locked: creates and moves into one owner queue
-# here, and a transaction that waited reads the count its predecessor left.
-_LOCK_OWNER_COUNT = """SELECT live FROM owner_counts
-                        WHERE org_id = %(org_id)s AND level = %(level)s AND owner_id = %(owner)s FOR UPDATE"""
-
-_INSERT_UNDER_CAP = f"""
-    WITH n AS ({_LOCK_OWNER_COUNT}),
-         ins AS (
-           INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
-                                  content, content_json, created_by, updated_by, created_at, updated_at)
-           SELECT %(org_id)s, %(kind)s, %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
-                  %(path)s, %(content)s, %(json)s::jsonb, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
-            WHERE coalesce((SELECT live FROM n), 0) < %(cap)s
-           ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
-           RETURNING {{columns}})
-    SELECT coalesce((SELECT live FROM n), 0) AS owner_count, ins.* FROM (VALUES (1)) AS v LEFT JOIN ins ON true"""
-
-
-def _limit_reached(display_path: str, count: int) -> LimitReached:
-    where = display_path.rsplit("/", 1)[0] + "/"
-    return LimitReached(f"cannot create {display_path}: {where} already holds {count:,} live files, "
-                        f"the limit is {OWNER_CAP:,} per owner; delete files that are no longer needed, "
-                        "or write into an existing one")
-
-
-def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
-                    display_path: str, content: str, actor: Actor,
-                    content_json: str | None = None, columns: str = NOTE_COLUMNS) -> dict | None:
-    """Create a live artifact under the per-owner cap, or None if a live row took the path first.
-
-    One statement whatever the owner holds: it locks the owner's counter row and inserts only
-    below the cap; the trigger of sql/011_owner_counts.sql adds the new row to the count in the
-    same transaction. Without a counter row the owner holds nothing yet (the first insert makes
-    it), so there is nothing to race for until the cap is near."""
-    guild_id, agent_id = _owner(level, owner_id)
-    row = conn.execute(
-        _INSERT_UNDER_CAP.format(columns=columns),
-        {"org_id": org_id, "kind": kind, "level": level, "guild_id": guild_id, "agent_id": agent_id,
-         "owner": _owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
-         "json": content_json, "by": actor.name, "cap": OWNER_CAP}).fetchone()
-    if row["id"] is None and row["owner_count"] >= OWNER_CAP:
-        raise _limit_reached(display_path, row["owner_count"])
-    if row["id"] is None:
-        return None
-    row.pop("owner_count")
-    return row
-
-
-@functools.lru_cache(maxsize=None)
-def _update_sql(kind: str, set_extra: str = "") -> str:
-    """Update the live ``kind`` row at the path, or, when there is none, create it under the
-    owner's cap: one statement (one round trip) for a create as for an update. The owner's counter
-    row is locked only when there is nothing to update, so writes to existing files of one folder
-    do not queue on it. Columns: current_version (None: nothing there), owner_count, created, and
-    the written row (id None: nothing written)."""
-    return f"""
-        WITH cur AS (SELECT id, version FROM artifacts
-                      WHERE display_path = %(path)s AND deleted_at IS NULL AND kind = '{kind}'
-                      FOR UPDATE),
-             upd AS (UPDATE artifacts a
-                        SET content = %(content)s, version = a.version + 1,
-                            updated_at = clock_timestamp(), updated_by = %(by)s {set_extra}
-                       FROM cur
-                      WHERE a.id = cur.id AND %(may_update)s
-                        AND (%(if_version)s::int IS NULL OR cur.version = %(if_version)s::int)
-                      RETURNING {', '.join('a.' + c.strip() for c in NOTE_COLUMNS.split(','))}),
-             n AS (SELECT live FROM owner_counts
-                    WHERE org_id = %(org_id)s AND level = %(level)s AND owner_id = %(owner)s
-                      AND %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
-                      FOR UPDATE),
-             ins AS (INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
-                                            content, created_by, updated_by, created_at, updated_at)
-                     SELECT %(org_id)s, '{kind}', %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
-                            %(path)s, %(content)s, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
-                      WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
-                        AND coalesce((SELECT live FROM n), 0) < %(cap)s
-                     ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
-                     RETURNING {NOTE_COLUMNS})
-        SELECT (SELECT version FROM cur) AS current_version,
-               coalesce((SELECT live FROM n), 0) AS owner_count, w.*
-          FROM (VALUES (1)) AS v
-          LEFT JOIN (SELECT false AS created, * FROM upd UNION ALL SELECT true, * FROM ins) AS w ON true"""
-
-
 _UPDATE_NOTE = _update_sql("note")
-
-
-def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
-                  display_path: str, content: str, actor: Actor, if_version: int | None = None,
-                  create_only: bool = False, update_sql: str | None = None) -> tuple[dict, bool]:
-    """Create or update one artifact: (row, created). Concurrent writers of one path each get
-    their own version (the row lock orders them); a create that loses a race becomes an update.
-
-    ``if_version`` is checked in the locked UPDATE, so of two writers holding the same version
-    one wins and the other gets PreconditionFailed. ``if_version=0`` means "it does not exist
-    yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
-    Each attempt is one statement (_update_sql); a second runs only after losing a create race."""
-    sql = update_sql or _update_sql(kind)
-    guild_id, agent_id = _owner(level, owner_id)
-    params = {"path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
-              "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
-              "owner": _owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
-              "cap": OWNER_CAP}
-    for _ in range(2):
-        row = conn.execute(sql, params).fetchone()
-        current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
-        if row["id"] is not None:
-            return row, bool(created)
-        if current is not None:
-            if create_only:
-                raise AlreadyExists(f"{display_path} already exists (version {current}); "
-                                    "write without create-only to replace it, or choose another name")
-            if if_version == 0:
-                raise PreconditionFailed(f"{display_path} already exists (version {current}), and this write "
-                                         "expected no file there; read it first and apply your change to it")
-            raise PreconditionFailed(f"{display_path} is at version {current}, not {if_version}: "
-                                     "it changed since it was read; read it again and reapply the change")
-        if if_version:
-            raise PreconditionFailed(f"{display_path} does not exist, so version {if_version} cannot match; "
-                                     "write without a version to create it")
-        if count >= OWNER_CAP:
-            raise _limit_reached(display_path, count)
-        # Nothing was there, and a concurrent create took the path first: update it instead.
-    raise PreconditionFailed(f"{display_path} changed while it was being written; try again")
-
-
-def soft_delete_artifact(conn: Conn, *, org_id: int, path: str, kind: str, actor: Actor) -> int | None:
-    """Soft-delete the live artifact of ``kind`` at ``path`` with its provenance row; its last
-    version, or None when there is none. Shared by notes and scripts."""
-    row = conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
-                       " WHERE display_path = %s AND deleted_at IS NULL AND kind = %s RETURNING version",
-                       (actor.name, path, kind)).fetchone()
-    if row is None:
-        return None
-    record_change(conn, org_id=org_id, display_path=path, operation="delete", version=row["version"], actor=actor)
-    return row["version"]
-
-
-def _retire(conn: Conn, row_id: int, actor: Actor) -> None:
-    """Soft-delete a replaced artifact (no-op when the caller already did)."""
-    conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
-                 " WHERE id = %s AND deleted_at IS NULL", (actor.name, row_id))
-
-
-def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: str, key: str,
-                      replaced_id: int | None, actor: Actor, level: str | None = None,
-                      guild_id: int | None = None, agent_id: int | None = None) -> dict:
-    """Give the (locked) artifact ``row_id`` the path ``dst``: it keeps its row, so its identity and
-    history, and its version goes up by one. ``replaced_id`` is a live artifact at ``dst`` that the
-    caller has decided to replace; ``level`` and the owner ids move a note between levels.
-    Provenance: 'move' on the old path, 'create' or 'update' on the new one."""
-    if replaced_id is not None:
-        _retire(conn, replaced_id, actor)
-    row = conn.execute(
-        f"""UPDATE artifacts SET key = %s, display_path = %s, level = coalesce(%s, level),
-                   guild_id = CASE WHEN %s::text IS NULL THEN guild_id ELSE %s END,
-                   agent_id = CASE WHEN %s::text IS NULL THEN agent_id ELSE %s END,
-                   version = version + 1, updated_at = clock_timestamp(), updated_by = %s
-             WHERE id = %s RETURNING {NOTE_COLUMNS}""",
-        (key, dst, level, level, guild_id, level, agent_id, actor.name, row_id)).fetchone()
-    record_change(conn, org_id=org_id, display_path=src, operation="move", version=row["version"], actor=actor)
-    record_change(conn, org_id=org_id, display_path=dst, operation="update" if replaced_id else "create",
-                  version=row["version"], actor=actor)
-    return row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +91,7 @@ def get_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: str
 
 def list_notes(conn: Conn, org_id: int, level: str, owner_id: int | None) -> list[dict]:
     """One owner's live notes in key order, without content; ``size`` in bytes."""
-    guild_id, agent_id = _owner(level, owner_id)
+    guild_id, agent_id = owner_columns(level, owner_id)
     return conn.execute(
         f"""SELECT {NOTE_COLUMNS}, octet_length(content) AS size FROM artifacts
              WHERE org_id = %(org_id)s AND {owner_where(level)} AND kind = 'note' AND deleted_at IS NULL
@@ -339,11 +112,9 @@ def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: s
     """Create or update a note (see the module docstring); returns it without content."""
     key, path = _ref(org_id, level, owner_id, key)
     check_content(content)
-    row, created = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
+    row, _ = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
                                  display_path=path, content=content, actor=actor, if_version=if_version,
                                  create_only=create_only, update_sql=_UPDATE_NOTE)
-    record_change(conn, org_id=org_id, display_path=path, operation="create" if created else "update",
-                  version=row["version"], actor=actor)
     return row
 
 
@@ -399,7 +170,7 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
             raise AlreadyExists(f"cannot move {s_path} to {d_path}: {d_path} already exists; "
                                 "allow overwriting, or choose another name")
         _refuse_if_embedded(conn, d_path, "replace")
-    d_guild, d_agent = _owner(d_level, d_owner)
+    d_guild, d_agent = owner_columns(d_level, d_owner)
     changes_owner = (s_level, s_owner) != (d_level, d_owner)
     if changes_owner:
         # Both owners' counter rows, in one fixed order, before either count changes: two moves in

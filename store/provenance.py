@@ -29,6 +29,43 @@ from store.events import CHANNEL, publish_local
 Operation = Literal["create", "update", "delete", "move", "clear"]
 
 
+# The provenance row and its event as SQL a write can carry in its own statement (store.storage's
+# versioned write does): ``change_cte(source)`` appends the row for each row of ``source`` (columns
+# org_id, display_path, operation, version) with the actor's named parameters (``actor_params``),
+# and ``NOTIFY_CHANGE`` in the statement's select list sends its event; after the statement,
+# ``announce`` tells this process. record_change is the same three steps for one path.
+_CHANGE_COLUMNS = ("org_id, display_path, operation, version, actor_type, actor_id, actor_name, run_id,"
+                   " tool_call_id, tool_name")
+
+
+def change_cte(source: str) -> str:
+    return f"""INSERT INTO file_changes ({_CHANGE_COLUMNS})
+               SELECT org_id, display_path, operation, version, %(actor_type)s, %(actor_id)s, %(actor_name)s,
+                      %(run_id)s, %(tool_call_id)s, %(tool_name)s FROM {source}
+               RETURNING id, org_id, display_path, operation, version"""
+
+
+def notify_change(change: str, display_path: str = "display_path") -> str:
+    """A select-list item sending the event of the row the CTE ``change`` appended (one row), for
+    ``display_path`` (an SQL expression: the row's own path unless the event names another)."""
+    return f"""(SELECT pg_notify(%(channel)s, json_build_object('org_id', org_id, 'display_path', {display_path},
+                                                          'operation', operation, 'version', version,
+                                                          'change_id', id)::text) FROM {change})"""
+
+
+def actor_params(actor: Actor) -> dict[str, object]:
+    return {"actor_type": actor.type, "actor_id": actor.id, "actor_name": actor.name, "run_id": actor.run_id,
+            "tool_call_id": actor.tool_call_id, "tool_name": actor.tool_name, "channel": CHANNEL}
+
+
+def announce(*, org_id: int, display_path: str, operation: str, version: int | None, change_id: int) -> None:
+    """After the commit, tell this process's subscribers (caches, mounts) of a change the
+    statement recorded with ``change_cte``."""
+    payload = {"org_id": org_id, "display_path": display_path, "operation": operation, "version": version,
+               "change_id": change_id}
+    after_commit(lambda: publish_local(payload))
+
+
 def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Operation,
                   version: int | None, actor: Actor, event_paths: Sequence[str] | None = None) -> int:
     """Append one provenance row for ``display_path`` and publish its event; returns the change id.
@@ -38,16 +75,12 @@ def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Oper
     every write pays for it."""
     events = list(event_paths) if event_paths else [display_path]
     row = conn.execute(
-        """WITH change AS (
-               INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_id,
-                                         actor_name, run_id, tool_call_id, tool_name)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id, org_id, operation, version)
-           SELECT id, pg_notify(%s, json_build_object('org_id', org_id, 'display_path', %s::text,
-                                                      'operation', operation, 'version', version,
-                                                      'change_id', id)::text)
-             FROM change""",
-        (org_id, display_path, operation, version, actor.type, actor.id, actor.name, actor.run_id,
-         actor.tool_call_id, actor.tool_name, CHANNEL, events[0])).fetchone()
+        f"""WITH source AS (SELECT %(org_id)s::bigint AS org_id, %(path)s::text AS display_path,
+                                   %(operation)s::text AS operation, %(version)s::int AS version),
+                 change AS ({change_cte("source")})
+            SELECT id, {notify_change("change", "%(event_path)s::text")} FROM change""",
+        {"org_id": org_id, "path": display_path, "operation": operation, "version": version,
+         "event_path": events[0], **actor_params(actor)}).fetchone()
     payloads = [{"org_id": org_id, "display_path": path, "operation": operation, "version": version,
                  "change_id": row["id"]} for path in events]
     for payload in payloads[1:]:

@@ -23,10 +23,9 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, NotFound
-from store.notes import (NOTE_COLUMNS, check_content, iso, relocate_artifact, save_artifact,
-                         soft_delete_artifact)
+from store.notes import iso
+from store.storage import NOTE_COLUMNS, check_content, relocate_artifact, save_artifact, soft_delete_artifact
 from store.paths import SCRIPT_NAME, nfc, script_path
-from store.provenance import record_change
 from store.tools import Arg, tool
 
 
@@ -57,11 +56,9 @@ def write_script(conn: Conn, org_id: int, agent_id: int, name: str, content: str
     name = check_name(name)
     check_content(content, "the script")
     path = script_path(org_id, agent_id, name)
-    row, created = save_artifact(conn, kind="script", org_id=org_id, level="agent", owner_id=agent_id,
+    row, _ = save_artifact(conn, kind="script", org_id=org_id, level="agent", owner_id=agent_id,
                                  key=name, display_path=path, content=content, actor=actor,
                                  if_version=if_version, create_only=create_only)
-    record_change(conn, org_id=org_id, display_path=path, operation="create" if created else "update",
-                  version=row["version"], actor=actor)
     return row
 
 

@@ -10,14 +10,18 @@
         waits for this save and then sees it.
     task_revisions(conn, org_id, agent_id) -> list[dict]
         The kept previous saves, newest first: {version, task, saved_at, saved_by}.
+    save_as_member(db, principal, agent_id, text, *, if_version=None) -> dict
+        write_task in its own transaction, for a member of the agent's organisation (the task
+        routes); text_of(body) is the task a JSON body {"task": "..."} sends.
 """
 from __future__ import annotations
 
 from store import embeds
-from store.access import Actor
-from store.db import Conn
+from store.access import Actor, Principal
+from store.agents import load_agent
+from store.db import Conn, Database
 from store.errors import Invalid, NotFound, PreconditionFailed
-from store.notes import check_content
+from store.storage import check_content
 from store.paths import nfc, task_path
 from store.provenance import record_change
 
@@ -87,3 +91,24 @@ def task_revisions(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
                                  (agent_id, org_id)).fetchone() is None:
         raise NotFound(f"unknown agent {agent_id}")
     return rows
+
+
+def text_of(body: object) -> str:
+    """The task a JSON body sends: {"task": "..."} and nothing else."""
+    if not isinstance(body, dict) or not isinstance(body.get("task"), str):
+        msg = 'send the task as JSON {"task": "..."} or as the Markdown itself with Content-Type: text/markdown'
+        raise Invalid(msg, ["task: required (string)"])
+    extra = sorted(set(body) - {"task"})
+    if extra:
+        msg = f"unknown fields {', '.join(extra)}; the body is {{\"task\": \"...\"}}"
+        raise Invalid(msg, [f"{k}: unknown field" for k in extra])
+    return body["task"]
+
+
+def save_as_member(db: Database, principal: Principal, agent_id: int, text: str, *,
+                   if_version: int | None = None) -> dict:
+    """Save the task of an agent of the member's organisations (NotFound for any other agent), as
+    that member, in one transaction."""
+    with db.transaction() as conn:
+        agent = load_agent(conn, agent_id, principal.org_ids)
+        return write_task(conn, agent.org_id, agent.id, text, principal.actor, if_version=if_version)

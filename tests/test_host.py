@@ -76,3 +76,82 @@ def test_a_read_after_writing_through_the_same_tree_is_never_stale(tree: HostTre
     tree.move(path, path.replace("cache.md", "moved.md"))
     with pytest.raises(errors.NotFound):
         tree.read(path)
+
+
+def test_the_history_archive_is_what_store_memory_lists_and_reads(tree: HostTree, boot: dict[str, Any],
+                                                                    db: Database) -> None:
+    """One memory history: the tree's history-archive/ shows memory.list_history's names and
+    memory.read_history's bytes, and a version answers under that one name only."""
+    from store import memory
+    org, agent = boot["org_id"], boot["agent_id"]
+    folder = f"org/{org}/agents/{agent}/history-archive"
+    for text in (b"one", b"two", b"three"):
+        tree.write(f"org/{org}/agents/{agent}/memory.md", text)
+    with db.connection() as conn:
+        listed = memory.list_history(conn, org, agent)
+    nodes = tree.list(folder)
+    assert sorted(n.name for n in nodes) == sorted(h["name"] for h in listed) and len(nodes) == 2
+    assert [tree.read(f"{folder}/{h['name']}") for h in listed] == [b"two", b"one"]  # newest first
+    assert {n.size for n in nodes} == {3} and all(n.kind == "history" and not n.writable for n in nodes)
+    # The same version without its microseconds is another spelling of it, not a second file.
+    short = listed[0]["name"][:15] + "Z" + listed[0]["name"][22:]
+    with pytest.raises(errors.NotFound):
+        tree.stat(f"{folder}/{short}")
+    with pytest.raises(errors.ReadOnly):
+        tree.delete(f"{folder}/{listed[0]['name']}")
+
+
+def test_each_kind_of_file_says_what_it_is(tree: HostTree, boot: dict[str, Any]) -> None:
+    """Content type, writable and deletable come from the file's family, the same in a listing
+    and in a stat."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    a = f"org/{org}/agents/{agent}"
+    tree.write(f"{a}/n.md", b"n")
+    tree.write(f"{a}/scripts/s.py", b"print(1)")
+    listed = {n.name: n for n in tree.list(a) + tree.list(f"{a}/scripts")}
+    want = {"n.md": ("note", "text/markdown; charset=utf-8", True, True),
+            "task.md": ("task", "text/markdown; charset=utf-8", True, False),
+            "memory.md": ("memory", "text/markdown; charset=utf-8", True, False),
+            "s.py": ("script", "text/x-python; charset=utf-8", True, True)}
+    for name, (kind, ctype, writable, deletable) in want.items():
+        node = listed[name]
+        assert (node.kind, node.content_type, node.writable, node.deletable) == (kind, ctype, writable, deletable)
+        assert tree.stat(node.path) == node
+
+
+def test_an_overwrite_is_two_statements_with_its_provenance(db_url: str, boot: dict[str, Any]) -> None:
+    """Overwriting a file through the tree reads the current version (for If-Match and the
+    rename-away save) and then writes it with its provenance row and event: two statements, not a
+    folder check and a re-read around them."""
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    from store.db import _configure
+
+    seen: list[str] = []
+
+    class Counting(psycopg.Connection):
+        def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            seen.append(str(query))
+            return super().execute(query, *args, **kwargs)
+
+    database = Database(db_url, max_size=2)
+    database.pool = ConnectionPool(db_url, min_size=1, max_size=2, open=False, connection_class=Counting,
+                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
+    database.open()
+    try:
+        tree = HostTree(database, Door(database).basic(boot["email"], boot["password"]))
+        a = f"org/{boot['org_id']}/agents/{boot['agent_id']}"
+        for path in (f"{a}/n.md", f"{a}/scripts/s.py", f"{a}/memory.md"):
+            first = tree.write(path, b"one")
+            seen.clear()
+            node = tree.write(path, b"two!", if_match=first.etag)
+            assert len(seen) == 2, (path, seen)
+            assert (node.version, node.size) == (first.version + 1, 4) and tree.stat(path) == node
+            with database.connection() as conn:
+                last = conn.execute("SELECT operation, version FROM file_changes WHERE display_path = %s"
+                                    " ORDER BY id DESC LIMIT 1", (path,)).fetchone()
+            assert (last["operation"], last["version"]) == ("update", node.version)
+    finally:
+        database.close()

@@ -51,3 +51,22 @@ def test_unknown_history_names_are_not_found(db, boot) -> None:
     from store.errors import NotFound
     with db.connection() as conn, pytest.raises(NotFound):
         memory.read_history(conn, boot["org_id"], boot["agent_id"], "20990101T000000000000Z-agent.md")
+
+
+def test_history_names_are_utc_whatever_the_session_time_zone(db, boot) -> None:
+    """A history file's stamp ends in Z: it is UTC even on a connection set to another zone, so the
+    same version has the same name in every process (the tree and the web app list these names)."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        memory.write_memory(conn, org, agent, "first", SYSTEM, source="agent")
+        memory.write_memory(conn, org, agent, "second", SYSTEM, source="agent")
+    with db.connection() as conn:
+        utc = conn.execute("SELECT to_char(saved_at AT TIME ZONE 'UTC', 'YYYYMMDD\"T\"HH24MISSUS\"Z\"') AS s"
+                           " FROM memory_revisions WHERE agent_id = %s", (agent,)).fetchone()["s"]
+        conn.execute("SET TIME ZONE 'Pacific/Auckland'")
+        try:
+            [only] = memory.list_history(conn, org, agent)
+            assert only["name"] == f"{utc}-agent.md"
+            assert memory.read_history(conn, org, agent, only["name"])["content"] == "first"
+        finally:
+            conn.execute("RESET TIME ZONE")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from api.errors import status_of
-from store import admin, notes, tools
+from store import admin, notes, storage, tools
 from store.access import SYSTEM, Principal
 from store.errors import StoreError
 from tests.conftest import insert_notes, wait_for_lock_waiters
@@ -119,7 +119,7 @@ def test_every_problem_at_once(call) -> None:
 
 
 def test_size_cap_counts_utf8_bytes_at_exactly_the_limit(call, boot) -> None:
-    exact = "é" * (notes.MAX_CONTENT_BYTES // 2)  # 131 072 characters, 262 144 bytes
+    exact = "é" * (storage.MAX_CONTENT_BYTES // 2)  # 131 072 characters, 262 144 bytes
     status, body = call("note_write", {"level": "agent", "key": "big.md", "content": exact})
     assert status == 200, body
     status, body = call("note_write", {"level": "agent", "key": "big.md", "content": exact + "x"})

@@ -14,7 +14,9 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests.conftest import insert_notes, wait_for_lock_waiters
-from store import admin, host_families, notes
+from store import admin, notes, provenance, storage
+from store.families import NOTES
+from store.layout import folder_of
 from store.access import SYSTEM
 from store.db import Database
 from store.errors import LimitReached
@@ -59,7 +61,8 @@ def _counted(db: Database, org: int, level: str, owner: int | None) -> int:
 def _create_params(org: int, guild: int, key: str) -> dict[str, Any]:
     return {"org_id": org, "kind": "note", "level": "guild", "guild_id": guild, "agent_id": None, "owner": guild,
             "key": key, "path": f"org/{org}/guilds/{guild}/{key}", "content": "x", "json": None, "by": "t",
-            "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None}
+            "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None,
+            **provenance.actor_params(SYSTEM)}
 
 
 def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot) -> None:
@@ -70,7 +73,7 @@ def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot)
     insert_notes(db, org, "guild", full, ["x"] * 9_000)
     _settle(db)
     # The note write (update, else create under the cap) and the bare capped insert (memory.md).
-    for statement in (notes._UPDATE_NOTE, notes._INSERT_UNDER_CAP.format(columns=notes.NOTE_COLUMNS)):
+    for statement in (notes._UPDATE_NOTE, storage._INSERT_UNDER_CAP.format(columns=storage.NOTE_COLUMNS)):
         first = _buffers(db, statement, _create_params(org, empty, "new.md"))
         nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
         # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What
@@ -94,7 +97,7 @@ def test_listing_a_folder_reads_nothing_of_the_other_folders(db, boot) -> None:
     assert crowded <= alone + 4, (alone, crowded)
     # and the tree lists exactly that folder
     with db.connection() as conn:
-        rows = host_families._notes(conn, org, "guild", guild)
+        rows = NOTES.list(conn, folder_of(["org", str(org), "guilds", str(guild)]))
     assert [r["name"] for r in rows] == sorted(f"n{i}.md" for i in range(1, 11))
 
 
@@ -161,9 +164,9 @@ class _Counting(psycopg.Connection):
         return super().execute(*args, **kwargs)
 
 
-def test_a_note_write_is_two_statements_whether_it_creates_or_updates(db_url: str, boot) -> None:
-    """The write itself (update, else create under the cap) and its provenance row with the event:
-    one round trip each, besides BEGIN and COMMIT."""
+def test_a_note_write_is_one_statement_whether_it_creates_or_updates(db_url: str, boot) -> None:
+    """The write itself (update, else create under the cap), its provenance row and its event: one
+    round trip, besides BEGIN and COMMIT."""
     org, guild = boot["org_id"], boot["guild_id"]
     with _Counting.connect(db_url, row_factory=dict_row, autocommit=True) as conn:
         for key, expected_version in (("a.md", 1), ("a.md", 2), ("b.md", 1)):
@@ -171,7 +174,11 @@ def test_a_note_write_is_two_statements_whether_it_creates_or_updates(db_url: st
             with conn.transaction():
                 row = notes.write_note(conn, org, "guild", guild, key, "text", SYSTEM)
             assert row["version"] == expected_version
-            assert _Counting.statements - before == 2, key
+            assert _Counting.statements - before == 1, key
+        changes = conn.execute("SELECT display_path, operation, version, actor_name FROM file_changes ORDER BY id").fetchall()
+        assert [(c["display_path"].rsplit("/", 1)[1], c["operation"], c["version"]) for c in changes] == [
+            ("a.md", "create", 1), ("a.md", "update", 2), ("b.md", "create", 1)]
+        assert {c["actor_name"] for c in changes} == {SYSTEM.name}
         # A create refused at the cap is one statement, and says why.
         conn.execute("UPDATE owner_counts SET live = %s WHERE org_id = %s AND level = 'guild' AND owner_id = %s",
                      (notes.OWNER_CAP, org, guild))

@@ -1,0 +1,136 @@
+"""Buffered writes: a file being written is a handle whose bytes become one version when committed.
+
+A note is one version per save, not one per write: editors and ``cp`` write in chunks, a WebDAV PUT
+arrives as a stream, and ``open(O_TRUNC)`` is an open followed by a truncate. So a handle keeps the
+whole body in memory (a file is at most MAX_CONTENT_BYTES; a handle refuses to grow past it, so a
+flood of bytes is never held) and commits it through the Host tree as one write, as rclone's VFS
+handles write to a cache file and transfer it when closed. If the process dies first, nothing
+was written: the store never sees half a file.
+
+The life of a handle::
+
+    h = WriteHandle(tree, path)                  # an existing file; its body is read when first needed
+    h = WriteHandle(tree, path, new=True)        # a file being created (nothing in the store yet)
+    h.write(offset, data) / h.append(data) / h.truncate(size) / h.read(offset, size)
+    h.flush()      # close(2): commits if this handle wrote since its last commit
+    h.commit()     # fsync, release, the end of a PUT: commits if the body differs from the store's
+    h.orphan()     # the file was deleted or renamed over while open: its writes go nowhere
+
+A failed commit raises the store's error once and forgets the body's changes, so a later release
+does not report (or write) it again. Front ends: WebDAV's PUT spool appends then commits with the
+request's conditions; the FUSE mount maps fh to a handle and calls flush, fsync, release.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from store.storage import MAX_CONTENT_BYTES, too_large
+
+
+class Tree(Protocol):
+    """What a handle needs of the Host tree (store.host.HostTree)."""
+
+    def read(self, path: str) -> bytes: ...
+
+    def write(self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False,
+              if_unmodified_since: object = None) -> object: ...
+
+
+class WriteHandle:
+    """One open file description: its body and whether it must be committed."""
+
+    def __init__(self, tree: Tree, path: str, *, new: bool = False, data: bytes | None = None) -> None:
+        self.tree, self.path = tree, path
+        self.new = new
+        # The body as of open (read lazily) plus this handle's writes; None until first needed.
+        self._data: bytearray | None = bytearray(b"" if new else data) if (new or data is not None) else None
+        self.dirty = new        # differs from what the store holds
+        self.wrote = False      # received bytes since open or the last commit
+        self.orphaned = False   # unlinked or renamed over while open
+        self.node: object = None  # what the last commit returned
+
+    # -- the body ------------------------------------------------------------------------------
+
+    @property
+    def data(self) -> bytearray:
+        if self._data is None:
+            self._data = bytearray(self.tree.read(self.path))
+        return self._data
+
+    def load(self) -> None:
+        """Read the body now. A front end on an event loop (the FUSE mount's trio) calls this in a
+        worker thread before read/write, which then touch only memory."""
+        _ = self.data
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, offset: int, size: int) -> bytes:
+        return bytes(self.data[offset:offset + size])
+
+    def write(self, offset: int, buf: bytes) -> int:
+        """Write ``buf`` at ``offset`` (a gap reads as NUL bytes, as on a disk); the number of
+        bytes taken. TooLarge, taking nothing, when the body would pass MAX_CONTENT_BYTES."""
+        end = offset + len(buf)
+        self._check(max(end, self.size))
+        data = self.data
+        if offset > len(data):
+            data.extend(b"\0" * (offset - len(data)))
+        data[offset:end] = buf
+        self.dirty = self.wrote = True
+        return len(buf)
+
+    def append(self, buf: bytes) -> int:
+        return self.write(self.size, buf)
+
+    def truncate(self, size: int) -> None:
+        self._check(size)
+        data = self.data
+        if size < len(data):
+            del data[size:]
+        else:
+            data.extend(b"\0" * (size - len(data)))
+        self.dirty = self.wrote = True
+
+    def _check(self, size: int) -> None:
+        if size > MAX_CONTENT_BYTES:
+            raise too_large(self.path.rsplit("/", 1)[-1], size)
+
+    # -- committing ----------------------------------------------------------------------------
+
+    @property
+    def needs_commit(self) -> bool:
+        return self.dirty and not self.orphaned
+
+    def orphan(self) -> None:
+        self.orphaned = True
+
+    def flush(self) -> object | None:
+        """close(2) of a descriptor: commit what this handle wrote. A handle that only created or
+        truncated the file waits for release: a shell's ``> file`` closes a duplicate descriptor
+        before it writes, and committing then would make an empty version first."""
+        if not self.wrote:
+            return None
+        return self.commit()
+
+    def commit(self, *, if_match: str | None = None, if_none_match: bool = False,
+               if_unmodified_since: object = None) -> object | None:
+        """The body as one new version (the tree's Node), or None when there is nothing to write.
+        The conditions are the tree's (an editor's If-Match). A front end that must undo a refused
+        create (FUSE forgets the name it gave the kernel) reads ``new`` before committing."""
+        if not self.needs_commit:
+            return None
+        body = bytes(self.data)
+        try:
+            self.node = self.tree.write(self.path, body, if_match=if_match, if_none_match=if_none_match,
+                                        if_unmodified_since=if_unmodified_since)
+        finally:
+            # Committed, or refused and reported now: either way not again at release.
+            self.dirty = self.wrote = self.new = False
+        return self.node
+
+    def reload(self, node: object) -> None:
+        """Another handle committed this file: read the new body when next needed."""
+        if not self.dirty:
+            self._data, self.node, self.new = None, node, False
