@@ -259,3 +259,54 @@ def test_parallel_first_logins_with_the_right_password_are_not_throttled(server,
     for t in threads:
         t.join()
     assert statuses == [200] * 8
+
+
+def test_a_change_made_through_process_a_is_refused_by_process_b_at_its_very_next_request(
+        two_gateways, server, boot) -> None:
+    """Gateways remember verified logins without a query per request (store/login_watch.py), so
+    this is what keeps them honest: B has the login remembered (several answers on one
+    connection), process A changes the password, revokes the token, removes the membership
+    through its own pool, and B's very next request, with no pause, is refused."""
+    b = two_gateways[1]
+    email, old = boot["email"], boot["password"]
+
+    def propfind(session: requests.Session, login: tuple[str, str], path: str = "/dav/") -> int:
+        return session.request("PROPFIND", b + path, auth=login, headers={"Depth": "0"}, timeout=10).status_code
+
+    with requests.Session() as on_b:
+        for n in range(5):
+            new = f"password number {n}"
+            assert [propfind(on_b, (email, old)) for _ in range(3)] == [207] * 3
+            admin.set_password(server.db, email=email, password=new)
+            assert propfind(on_b, (email, old)) == 401, f"round {n}: B still took the old password"
+            assert propfind(on_b, (email, new)) == 207
+            old = new
+
+        token_login = (email, boot["member_token"])
+        assert [propfind(on_b, token_login) for _ in range(3)] == [207] * 3
+        assert [get(b, bearer=boot["member_token"]).status_code for _ in range(2)] == [200, 200]
+        with server.db.transaction() as conn:
+            conn.execute("DELETE FROM api_tokens WHERE kind = 'member' AND user_id = %s", (boot["user_id"],))
+        assert propfind(on_b, token_login) == 401
+        assert get(b, bearer=boot["member_token"]).status_code == 401
+
+        org_folder = f"/dav/org/{boot['org_id']}/"
+        assert [propfind(on_b, (email, old), org_folder) for _ in range(3)] == [207] * 3
+        admin.remove_member(server.db, org_id=boot["org_id"], email=email)
+        assert propfind(on_b, (email, old), org_folder) == 404
+
+
+def test_while_the_login_channel_is_down_every_login_is_checked_by_query(server, boot) -> None:
+    """Correctness first: with the LISTEN connection gone, nothing remembered is used, and a
+    changed password is refused at once all the same."""
+    login = (boot["email"], boot["password"])
+    watch = server.gateway.login_watch
+    assert watch.wait_live()
+    s = server.session(basic=login)
+    assert s.request("PROPFIND", server.url + "/dav/", headers={"Depth": "0"}).status_code == 207
+    watch.stop()
+    assert watch.current() is None
+    with server.db.transaction() as conn:  # a change nobody hears about: no trigger, no message
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute("UPDATE users SET password_hash = NULL WHERE id = %s", (boot["user_id"],))
+    assert s.request("PROPFIND", server.url + "/dav/", headers={"Depth": "0"}).status_code == 401

@@ -1,0 +1,140 @@
+"""Follows the 'hostfinder.logins.changed' channel, so that a process may remember verified
+logins without a query per request and still end them at once when access changes anywhere.
+
+sql/060_login_events.sql makes every change that can end a login (a password set, a user deleted,
+a membership added or removed, a token revoked) NOTIFY this channel in its own transaction.
+``LoginWatch.generation`` names what the process knows: it grows by one at every message and at
+every (re)connection. A login verified by a query while the generation was g may be reused as
+long as the generation is still g (store.access.Door). Three rules keep that exact:
+
+- The request itself looks for messages: ``current()`` polls the LISTEN socket without waiting
+  and reads what PostgreSQL already sent, under the lock the follower thread reads with. A
+  message is sent to the listening backend during the revoking commit, before the revoking client
+  hears "done", so a request that starts after that sees it even if the follower thread has not
+  run since (on a busy machine it may not have).
+- While the connection is down, or has not answered its heartbeat for ``LAG`` seconds, there is
+  no generation (None): every login runs its query again, exactly as without the watch.
+- Reconnecting is a new generation: messages missed while down cannot leave a stale login.
+"""
+from __future__ import annotations
+
+import logging
+import select
+import threading
+import time
+
+import psycopg
+from psycopg import sql
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "hostfinder.logins.changed"
+HEARTBEAT = 1.0    # seconds between round trips proving the connection still answers
+LAG = 3.0          # without a proof for this long, remembered logins are not used
+
+
+class LoginWatch:
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection | None = None
+        self._generation = 0
+        self._confirmed = 0.0       # monotonic time of the last answered heartbeat
+        self._beating = False       # the follower is using the connection outside the lock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> LoginWatch:
+        self._thread = threading.Thread(target=self._follow, name="hostfinder-loginwatch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._close_locked()
+
+    def wait_live(self, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.current() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.current() is not None
+
+    def current(self) -> int | None:
+        """The generation remembered logins must carry to be used, or None (verify by query)."""
+        with self._lock:
+            if self._conn is None or self._beating or time.monotonic() - self._confirmed > LAG:
+                return None
+            self._drain_locked(wait=0.0)
+            return None if self._conn is None else self._generation
+
+    # -- the follower thread -------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn = psycopg.connect(self.conninfo, autocommit=True)
+                conn.add_notify_handler(lambda _n: self._bump())
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+                with self._lock:
+                    self._conn = conn
+                    self._generation += 1
+                    self._confirmed = time.monotonic()
+                last_beat = time.monotonic()
+                while not self._stop.is_set():
+                    fd = conn.pgconn.socket
+                    select.select([fd], [], [], HEARTBEAT / 2)
+                    with self._lock:
+                        if self._conn is None:
+                            break
+                        self._drain_locked(wait=0.0)
+                        beat = self._conn is not None and time.monotonic() - last_beat >= HEARTBEAT
+                        self._beating = beat
+                    if beat:
+                        # Outside the lock, so a slow answer never holds up a request: meanwhile
+                        # current() says None. Messages met during it go to the handler (_bump).
+                        answered = False
+                        try:
+                            conn.execute("SELECT 1")
+                            answered = True
+                        finally:
+                            with self._lock:
+                                self._beating = False
+                                if answered:
+                                    self._confirmed = last_beat = time.monotonic()
+            except (psycopg.Error, OSError, ValueError) as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                log.warning("remembered logins off: the login change channel is down (%s); retrying", first)
+            with self._lock:
+                self._close_locked()
+            self._stop.wait(1.0)
+
+    def _drain_locked(self, *, wait: float) -> None:
+        """Read whatever PostgreSQL has sent on the LISTEN connection; any message is a change."""
+        conn = self._conn
+        assert conn is not None
+        pg = conn.pgconn
+        try:
+            readable, _, _ = select.select([pg.socket], [], [], wait)
+            if not readable:
+                return
+            pg.consume_input()
+            while (n := pg.notifies()) is not None:
+                del n
+                self._generation += 1
+        except (psycopg.Error, OSError, ValueError):
+            self._close_locked()
+
+    def _bump(self) -> None:
+        # Called by psycopg for a message met inside the heartbeat's execute (lock not held).
+        with self._lock:
+            self._generation += 1
+
+    def _close_locked(self) -> None:
+        conn, self._conn = self._conn, None
+        self._generation += 1
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # closing a broken connection: nothing more to learn
+                pass
