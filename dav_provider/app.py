@@ -1,7 +1,7 @@
 """Builds the WsgiDAV application for /dav/ over the store."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from wsgidav.dav_error import DAVError
@@ -13,6 +13,7 @@ from wsgidav.mw.cors import Cors
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
+from dav_provider import fastget
 from dav_provider.auth import StoreDomainController
 from dav_provider.errors import internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage
@@ -43,6 +44,27 @@ class CompleteAnswers:
             yield from returned
 
 
+class FastReads:
+    """The DAV application: a plain GET or HEAD of a file is answered by dav_provider.fastget
+    without WsgiDAV's middleware stack; everything else goes to WsgiDAV. ``enabled`` exists so
+    tests can compare both answers to the same request."""
+
+    enabled = True
+
+    def __init__(self, app: CompleteAnswers, provider: HostDAVProvider, door: Door) -> None:
+        self.app, self.provider, self.door = app, provider, door
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if self.enabled:
+            fast = fastget.answer(self.provider, self.door, environ, start_response)
+            if fast is not None:
+                return fast
+        return self.app(environ, start_response)
+
+
 class PlainErrors(BaseMiddleware):
     """Sits below WsgiDAV's ErrorPrinter: an error body says what was wrong in a sentence, never
     "Source exception: ..." with a parser's or a driver's message (WsgiDAV prints the exception it
@@ -66,10 +88,11 @@ class PlainErrors(BaseMiddleware):
             raise internal_error(exc) from None
 
 
-def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> CompleteAnswers:
+def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> FastReads:
+    host_provider = HostDAVProvider(db, cache=cache)
     config: dict[str, Any] = {
         "mount_path": MOUNT_PATH,
-        "provider_mapping": {"/": HostDAVProvider(db, cache=cache)},
+        "provider_mapping": {"/": host_provider},
         "http_authenticator": {
             "domain_controller": StoreDomainController,
             "accept_basic": True,
@@ -92,4 +115,4 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
     app.lock_manager = manager
     for provider in app.provider_map.values():
         provider.set_lock_manager(manager)
-    return CompleteAnswers(app)
+    return FastReads(CompleteAnswers(app), host_provider, door)
