@@ -16,7 +16,7 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 from dav_provider import fastget
 from dav_provider.auth import StoreDomainController
 from dav_provider.errors import internal_error
-from dav_provider.locks import HostLockManager, PgLockStorage
+from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
@@ -58,6 +58,9 @@ class FastReads:
         return getattr(self.app, name)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        # The live locks this thread read belong to its previous request: forget them before
+        # anything (WsgiDAV's dir browser resolves the path before the provider's handler runs).
+        reset_request_cache()
         if self.enabled:
             fast = fastget.answer(self.provider, self.door, environ, start_response)
             if fast is not None:

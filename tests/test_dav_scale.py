@@ -74,3 +74,29 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
 
 def _total(running: Any) -> int:
     return _RUN[0]
+
+
+def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -> None:
+    """Round trips of one PUT over WebDAV, counted on the gateway's own connections. A new name is
+    looked up once (not once per WsgiDAV lookup, each with a lock query), and replacing a file
+    does not look its folder up in the DAV layer again. What remains: the file, the live locks,
+    the folder, then the store's write (folder, current version, write, provenance with its event,
+    the new node; a create also reads a pending rename-away save)."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    with running_gateway(counted_db, threads=2) as running:
+        assert running.gateway.login_watch.wait_live()
+        s = running.session(basic=(boot["email"], boot["password"]))
+        base = f"{running.url}/dav/org/{org}/guilds/{guild}"
+        assert s.put(base + "/warm.md", data=b"x").status_code == 201  # the login is remembered
+
+        def statements(name: str, data: bytes) -> tuple[int, int]:
+            before = _RUN[0]
+            r = s.put(f"{base}/{name}", data=data)
+            return r.status_code, _RUN[0] - before
+
+        assert statements("new.md", b"first") == (201, 9)
+        assert statements("new.md", b"second") == (204, 7)
+        assert s.get(base + "/new.md").text == "second"
+        # The shortcut is only for a file that exists: a new name in a missing folder is still 404.
+        r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")
+        assert r.status_code == 404 and "999999" in r.text
