@@ -109,7 +109,7 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
         # The gateway writes its own access log line per request.
         "dir_browser": {"enable": True, "response_trailer": "Host Finder"},
         # Locks and dead properties in PostgreSQL, so that several gateway processes share them.
-        "lock_storage": PgLockStorage(db),
+        "lock_storage": PgLockStorage(db, watch=door.watch),
         "property_manager": PgPropertyManager(db),
     }
     app = WsgiDAVApp(config)

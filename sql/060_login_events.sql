@@ -18,3 +18,16 @@ CREATE TRIGGER memberships_logins_changed AFTER INSERT OR UPDATE OR DELETE OR TR
     FOR EACH STATEMENT EXECUTE FUNCTION hostfinder_logins_changed();
 CREATE TRIGGER api_tokens_logins_changed AFTER UPDATE OR DELETE OR TRUNCATE ON api_tokens
     FOR EACH STATEMENT EXECUTE FUNCTION hostfinder_logins_changed();
+
+-- WebDAV locks: any change to path_leases announces itself the same way, so a process that knows
+-- there is no live lock anywhere can skip the lock query of a write until one is taken
+-- (dav_provider/locks.py). An expiry needs no message: it only ever removes a lock.
+CREATE FUNCTION hostfinder_leases_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('hostfinder.leases.changed', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER path_leases_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON path_leases
+    FOR EACH STATEMENT EXECUTE FUNCTION hostfinder_leases_changed();

@@ -172,7 +172,11 @@ class Door:
     password login is refused with TooManyAttempts while its account or its address has too many
     recent failures, before the password is checked; a token login is never refused when the
     token is right (tokens cannot be guessed, and so a password guesser cannot lock the real user
-    out of their token), and a wrong token counts against its address."""
+    out of their token), and a wrong token counts against its address.
+
+    With a ``watch``, a login verified once (by query, and argon2 for a password) is remembered
+    until PostgreSQL announces a change that could end it (sql/060): a remembered login costs no
+    query. Without a watch, or while it is down, every login reads the user's current rows."""
 
     def __init__(self, db: Database, *, throttle: LoginThrottle | None = None,
                  watch: LoginWatch | None = None) -> None:

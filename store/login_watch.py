@@ -3,15 +3,17 @@ logins without a query per request and still end them at once when access change
 
 sql/060_login_events.sql makes every change that can end a login (a password set, a user deleted,
 a membership added or removed, a token revoked) NOTIFY this channel in its own transaction.
-``LoginWatch.generation`` names what the process knows: it grows by one at every message and at
-every (re)connection. A login verified by a query while the generation was g may be reused as
+``LoginWatch.current()`` names what the process knows: a generation that grows by one at every
+message and at every (re)connection (``leases()`` is the same for the WebDAV locks' channel). A login verified by a query while the generation was g may be reused as
 long as the generation is still g (store.access.Door). Three rules keep that exact:
 
 - The request itself looks for messages: ``current()`` polls the LISTEN socket without waiting
-  and reads what PostgreSQL already sent, under the lock the follower thread reads with. A
-  message is sent to the listening backend during the revoking commit, before the revoking client
-  hears "done", so a request that starts after that sees it even if the follower thread has not
-  run since (on a busy machine it may not have).
+  and reads what PostgreSQL already sent, under the lock the follower thread reads with, so a
+  request never depends on when the follower thread last ran.
+- What is left is PostgreSQL's own delivery: the revoking commit signals every listening backend
+  before its client hears "done", and each of them then writes the message to its socket as
+  soon as it is scheduled: well under a millisecond on a quiet machine, a few on a loaded one.
+  A request arriving at another process inside that window still gets the remembered login.
 - While the connection is down, or has not answered its heartbeat for ``LAG`` seconds, there is
   no generation (None): every login runs its query again, exactly as without the watch.
 - Reconnecting is a new generation: messages missed while down cannot leave a stale login.
@@ -22,6 +24,7 @@ import logging
 import select
 import threading
 import time
+from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
@@ -29,6 +32,10 @@ from psycopg import sql
 log = logging.getLogger(__name__)
 
 CHANNEL = "hostfinder.logins.changed"
+# WebDAV locks (path_leases): a process may skip the lock query of a write while it knows there
+# is no lock at all (dav_provider/locks.py), on the same terms.
+LEASES = "hostfinder.leases.changed"
+CHANNELS = (CHANNEL, LEASES)
 HEARTBEAT = 1.0    # seconds between round trips proving the connection still answers
 LAG = 3.0          # without a proof for this long, remembered logins are not used
 
@@ -38,7 +45,10 @@ class LoginWatch:
         self.conninfo = conninfo
         self._lock = threading.Lock()
         self._conn: psycopg.Connection | None = None
-        self._generation = 0
+        # One generation per channel: each moves at a message on its channel and at every
+        # (re)connection or loss of the connection.
+        self._logins = 0
+        self._leases = 0
         self._confirmed = 0.0       # monotonic time of the last answered heartbeat
         self._beating = False       # the follower is using the connection outside the lock
         self._stop = threading.Event()
@@ -62,11 +72,25 @@ class LoginWatch:
 
     def current(self) -> int | None:
         """The generation remembered logins must carry to be used, or None (verify by query)."""
+        return self._current(lambda: self._logins)
+
+    def leases(self) -> int | None:
+        """The same for what a process knows of WebDAV locks (the LEASES channel)."""
+        return self._current(lambda: self._leases)
+
+    def _current(self, which: Callable[[], int]) -> int | None:
         with self._lock:
             if self._conn is None or self._beating or time.monotonic() - self._confirmed > LAG:
                 return None
             self._drain_locked(wait=0.0)
-            return None if self._conn is None else self._generation
+            return None if self._conn is None else which()
+
+    def _on_message(self, channel: str) -> None:
+        """Under the lock: one message arrived on ``channel``."""
+        if channel == LEASES:
+            self._leases += 1
+        else:
+            self._logins += 1
 
     # -- the follower thread -------------------------------------------------------------------
 
@@ -74,11 +98,13 @@ class LoginWatch:
         while not self._stop.is_set():
             try:
                 conn = psycopg.connect(self.conninfo, autocommit=True)
-                conn.add_notify_handler(lambda _n: self._bump())
-                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+                conn.add_notify_handler(lambda n: self._bump(n.channel))
+                for channel in CHANNELS:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                 with self._lock:
                     self._conn = conn
-                    self._generation += 1
+                    self._logins += 1
+                    self._leases += 1
                     self._confirmed = time.monotonic()
                 last_beat = time.monotonic()
                 while not self._stop.is_set():
@@ -120,19 +146,19 @@ class LoginWatch:
                 return
             pg.consume_input()
             while (n := pg.notifies()) is not None:
-                del n
-                self._generation += 1
+                self._on_message(n.relname.decode())
         except (psycopg.Error, OSError, ValueError):
             self._close_locked()
 
-    def _bump(self) -> None:
+    def _bump(self, channel: str) -> None:
         # Called by psycopg for a message met inside the heartbeat's execute (lock not held).
         with self._lock:
-            self._generation += 1
+            self._on_message(channel)
 
     def _close_locked(self) -> None:
         conn, self._conn = self._conn, None
-        self._generation += 1
+        self._logins += 1
+        self._leases += 1
         if conn is not None:
             try:
                 conn.close()

@@ -79,9 +79,10 @@ def _total(running: Any) -> int:
 def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -> None:
     """Round trips of one PUT over WebDAV, counted on the gateway's own connections. A new name is
     looked up once (not once per WsgiDAV lookup, each with a lock query), and replacing a file
-    does not look its folder up in the DAV layer again. What remains: the file, the live locks,
-    the folder, then the store's write (folder, current version, write, provenance with its event,
-    the new node; a create also reads a pending rename-away save)."""
+    does not look its folder up in the DAV layer again, and with no lock anywhere (known through
+    the watch, store/login_watch.py) there is no lock query. What remains: the file (a create: the
+    folder too), then the store's write (folder, current version, write, provenance with its
+    event, the new node; a create also reads a pending rename-away save)."""
     org, guild = boot["org_id"], boot["guild_id"]
     with running_gateway(counted_db, threads=2) as running:
         assert running.gateway.login_watch.wait_live()
@@ -94,8 +95,8 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
             r = s.put(f"{base}/{name}", data=data)
             return r.status_code, _RUN[0] - before
 
-        assert statements("new.md", b"first") == (201, 9)
-        assert statements("new.md", b"second") == (204, 7)
+        assert statements("new.md", b"first") == (201, 8)
+        assert statements("new.md", b"second") == (204, 6)
         assert s.get(base + "/new.md").text == "second"
         # The shortcut is only for a file that exists: a new name in a missing folder is still 404.
         r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")
