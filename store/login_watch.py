@@ -50,7 +50,7 @@ class LoginWatch:
         self._logins = 0
         self._leases = 0
         self._confirmed = 0.0       # monotonic time of the last answered heartbeat
-        self._beating = False       # the follower is using the connection outside the lock
+        self._ping_sent: float | None = None   # a heartbeat is out, its answer not yet read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -80,7 +80,7 @@ class LoginWatch:
 
     def _current(self, which: Callable[[], int]) -> int | None:
         with self._lock:
-            if self._conn is None or self._beating or time.monotonic() - self._confirmed > LAG:
+            if self._conn is None or time.monotonic() - self._confirmed > LAG:
                 return None
             self._drain_locked(wait=0.0)
             return None if self._conn is None else which()
@@ -98,36 +98,28 @@ class LoginWatch:
         while not self._stop.is_set():
             try:
                 conn = psycopg.connect(self.conninfo, autocommit=True)
-                conn.add_notify_handler(lambda n: self._bump(n.channel))
                 for channel in CHANNELS:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                # From here on only libpq's calls on this connection, always under the lock: the
+                # request threads read from it too (current()), and nothing may block there.
                 with self._lock:
                     self._conn = conn
                     self._logins += 1
                     self._leases += 1
                     self._confirmed = time.monotonic()
-                last_beat = time.monotonic()
+                    self._ping_sent = None
                 while not self._stop.is_set():
-                    fd = conn.pgconn.socket
-                    select.select([fd], [], [], HEARTBEAT / 2)
+                    select.select([conn.pgconn.socket], [], [], HEARTBEAT / 2)
                     with self._lock:
                         if self._conn is None:
                             break
                         self._drain_locked(wait=0.0)
-                        beat = self._conn is not None and time.monotonic() - last_beat >= HEARTBEAT
-                        self._beating = beat
-                    if beat:
-                        # Outside the lock, so a slow answer never holds up a request: meanwhile
-                        # current() says None. Messages met during it go to the handler (_bump).
-                        answered = False
-                        try:
-                            conn.execute("SELECT 1")
-                            answered = True
-                        finally:
-                            with self._lock:
-                                self._beating = False
-                                if answered:
-                                    self._confirmed = last_beat = time.monotonic()
+                        if (self._conn is not None and self._ping_sent is None
+                                and time.monotonic() - self._confirmed >= HEARTBEAT):
+                            # The heartbeat is sent here and its answer read by _drain_locked,
+                            # like a message: the connection is never busy for a request.
+                            conn.pgconn.send_query(b"SELECT 1")
+                            self._ping_sent = time.monotonic()
             except (psycopg.Error, OSError, ValueError) as exc:
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 log.warning("remembered logins off: the login change channel is down (%s); retrying", first)
@@ -136,7 +128,8 @@ class LoginWatch:
             self._stop.wait(1.0)
 
     def _drain_locked(self, *, wait: float) -> None:
-        """Read whatever PostgreSQL has sent on the LISTEN connection; any message is a change."""
+        """Read whatever PostgreSQL has sent on the LISTEN connection without blocking: messages
+        (each a change) and the heartbeat's answer."""
         conn = self._conn
         assert conn is not None
         pg = conn.pgconn
@@ -147,13 +140,14 @@ class LoginWatch:
             pg.consume_input()
             while (n := pg.notifies()) is not None:
                 self._on_message(n.relname.decode())
+            if self._ping_sent is not None:
+                while not pg.is_busy():
+                    if pg.get_result() is None:   # the heartbeat's answer is complete
+                        self._confirmed = time.monotonic()
+                        self._ping_sent = None
+                        break
         except (psycopg.Error, OSError, ValueError):
             self._close_locked()
-
-    def _bump(self, channel: str) -> None:
-        # Called by psycopg for a message met inside the heartbeat's execute (lock not held).
-        with self._lock:
-            self._on_message(channel)
 
     def _close_locked(self) -> None:
         conn, self._conn = self._conn, None
