@@ -16,6 +16,13 @@ Host Finder, the last 10 % of those creates against the first 10 %: flat means t
 costs what the first did), 1 000 PUT overwrites, 1 000 sequential GETs on one connection, 2 000
 GETs from 16 concurrent connections, PROPFIND Depth 1 of the full folder with named properties
 and with allprop. Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL.
+
+    .venv/bin/python -m bench.dav --scaling [--runs 3]
+
+Whether concurrent GETs scale with `serve --workers`: 6 000 GETs over 16 parallel keep-alive
+connections made by curl (a C client: the Python client of the figures above needs a core of its
+own on a 2-core machine, and then measures itself), against `--workers 1` and `--workers 2` in
+turn, each run; prints requests per second and each worker's CPU seconds.
 """
 from __future__ import annotations
 
@@ -251,6 +258,64 @@ def report(results: list[dict[str, dict[str, float]]], names: list[str]) -> None
           "files (s) = the reference's best time)")
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scaling(conninfo: str, runs: int, notes: int = 500, gets: int = 6000) -> None:
+    from store import admin
+    from store.db import Database
+
+    if shutil.which("curl") is None:
+        raise SystemExit("--scaling: curl is not installed")
+    db = Database(conninfo, max_size=2).open()
+    boot = admin.bootstrap(db, email=USER, password=PASSWORD)
+    folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    with db.transaction() as conn:
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
+                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', c
+                          FROM unnest(%s::int[], %s::text[]) AS t(i, c)""",
+                     (boot["org_id"], boot["guild_id"], folder + "/", list(range(1, notes + 1)),
+                      [note(i) for i in range(1, notes + 1)]))
+    db.close()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    servers: dict[int, tuple[subprocess.Popen, str]] = {}
+    with tempfile.NamedTemporaryFile("w", suffix=".curl") as cfg:
+        try:
+            for workers in (1, 2):
+                port = free_port()
+                proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo,
+                                         "--no-demo", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+                                        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                servers[workers] = (proc, f"http://127.0.0.1:{port}/dav/{folder}")
+                _wait_up(servers[workers][1] + "/", proc)
+            time.sleep(1.0)  # every worker up
+            for r in range(runs):
+                for workers, (proc, base) in servers.items():
+                    cfg.seek(0)
+                    cfg.truncate()
+                    cfg.writelines(f'url = "{base}/n{1 + (i * 7) % notes}.md"\noutput = "/dev/null"\n'
+                                   for i in range(gets))
+                    cfg.flush()
+                    pids = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                                           text=True).stdout.split()] or [proc.pid]
+                    before = {p: _cpu_seconds(p) for p in pids}
+                    started = time.perf_counter()
+                    out = subprocess.run(["curl", "-s", "-Z", "--parallel-max", str(CLIENTS), "-u",
+                                          f"{USER}:{PASSWORD}", "-w", "%{http_code}\n", "-K", cfg.name],
+                                         capture_output=True, text=True)
+                    took = time.perf_counter() - started
+                    assert out.stdout.split().count("200") == gets, out.stderr[:300]
+                    cpu = " ".join(f"{_cpu_seconds(p) - before[p]:.2f}" for p in pids)
+                    print(f"run {r + 1}, --workers {workers}: {gets / took:6.0f} GETs/s "
+                          f"({gets:,} over {CLIENTS} connections in {took:.2f} s); CPU s per worker: {cpu}")
+        finally:
+            for proc, _ in servers.values():
+                proc.terminate()
+                proc.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
@@ -258,12 +323,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--peer", choices=["rclone"], help="add `rclone serve webdav` over the same files")
     parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
+    parser.add_argument("--scaling", action="store_true", help="concurrent GETs with --workers 1 and 2, by curl")
     args = parser.parse_args()
     if args.peer == "rclone" and shutil.which("rclone") is None:
         raise SystemExit("--peer rclone: rclone is not installed")
     sys.path.insert(0, str(REPO))
     from bench.harness import bench_database
     with bench_database("hf_bench_dav") as url:
+        if args.scaling:
+            scaling(url, args.runs)
+            return
         run(url, args.notes, args.creates, args.runs, args.peer, args.workers)
 
 

@@ -10,6 +10,12 @@ TCP connections that send nothing (before the parking front, 16 of them stopped 
 ``--guessers`` threads sending wrong passwords over Basic to /dav/ as fast as they are answered
 (each costs an argon2 verification). The ratio is the latency under attack / without: 1.0 means
 the attack costs a health check nothing.
+
+    .venv/bin/python -m bench.door --hop [--requests 5000] [--runs 3]
+
+What the front costs a keep-alive request: a trivial WSGI app (2 000 bytes) behind the door
+and behind stock cheroot (same threads), ``--requests`` sequential requests on one connection
+each, interleaved ``--runs`` times; printed as microseconds per request and the ratio door / cheroot.
 """
 from __future__ import annotations
 
@@ -130,12 +136,60 @@ def _under_attack(url: str, port: int, email: str, idle: int, guessers: int, pro
         attacker.join(30)
 
 
+def _trivial(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    body = b"x" * 2000
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _keep_alive_cost(server: Any, port: int, requests_: int) -> float:
+    """Microseconds per request on one keep-alive connection (after a warm-up)."""
+    import http.client
+    server.prepare()
+    threading.Thread(target=server.serve, daemon=True).start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        for _ in range(200):
+            conn.request("GET", "/")
+            conn.getresponse().read()
+        started = time.perf_counter()
+        for _ in range(requests_):
+            conn.request("GET", "/")
+            conn.getresponse().read()
+        return (time.perf_counter() - started) / requests_ * 1e6
+    finally:
+        server.stop()
+
+
+def hop(requests_: int, runs: int) -> None:
+    from cheroot import wsgi
+    for r in range(runs):
+        port = _free_port()
+        door = _keep_alive_cost(make_server(_trivial, "127.0.0.1", port, threads=16), port, requests_)
+        port = _free_port()
+        plain = _keep_alive_cost(wsgi.Server(("127.0.0.1", port), _trivial, numthreads=16), port, requests_)
+        print(f"run {r + 1}: door {door:.0f} us/request, stock cheroot {plain:.0f} us/request, "
+              f"ratio {door / plain:.2f}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--idle", type=int, default=500)
     ap.add_argument("--guessers", type=int, default=16)
     ap.add_argument("--probes", type=int, default=200)
+    ap.add_argument("--hop", action="store_true", help="measure a keep-alive request's cost in the front")
+    ap.add_argument("--requests", type=int, default=5000)
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
+    if args.hop:
+        hop(args.requests, args.runs)
+        return
     with bench_database("hf_bench_door") as url:
         run(url, args.idle, args.guessers, args.probes)
 

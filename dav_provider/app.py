@@ -1,7 +1,7 @@
 """Builds the WsgiDAV application for /dav/ over the store."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from wsgidav.dav_error import DAVError
@@ -13,9 +13,10 @@ from wsgidav.mw.cors import Cors
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
+from dav_provider import fastget
 from dav_provider.auth import StoreDomainController
 from dav_provider.errors import internal_error
-from dav_provider.locks import HostLockManager, PgLockStorage
+from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
@@ -43,6 +44,30 @@ class CompleteAnswers:
             yield from returned
 
 
+class FastReads:
+    """The DAV application: a plain GET or HEAD of a file is answered by dav_provider.fastget
+    without WsgiDAV's middleware stack; everything else goes to WsgiDAV. ``enabled`` exists so
+    tests can compare both answers to the same request."""
+
+    enabled = True
+
+    def __init__(self, app: CompleteAnswers, provider: HostDAVProvider, door: Door) -> None:
+        self.app, self.provider, self.door = app, provider, door
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        # The live locks this thread read belong to its previous request: forget them before
+        # anything (WsgiDAV's dir browser resolves the path before the provider's handler runs).
+        reset_request_cache()
+        if self.enabled:
+            fast = fastget.answer(self.provider, self.door, environ, start_response)
+            if fast is not None:
+                return fast
+        return self.app(environ, start_response)
+
+
 class PlainErrors(BaseMiddleware):
     """Sits below WsgiDAV's ErrorPrinter: an error body says what was wrong in a sentence, never
     "Source exception: ..." with a parser's or a driver's message (WsgiDAV prints the exception it
@@ -66,10 +91,11 @@ class PlainErrors(BaseMiddleware):
             raise internal_error(exc) from None
 
 
-def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> CompleteAnswers:
+def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> FastReads:
+    host_provider = HostDAVProvider(db, cache=cache)
     config: dict[str, Any] = {
         "mount_path": MOUNT_PATH,
-        "provider_mapping": {"/": HostDAVProvider(db, cache=cache)},
+        "provider_mapping": {"/": host_provider},
         "http_authenticator": {
             "domain_controller": StoreDomainController,
             "accept_basic": True,
@@ -83,7 +109,7 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
         # The gateway writes its own access log line per request.
         "dir_browser": {"enable": True, "response_trailer": "Host Finder"},
         # Locks and dead properties in PostgreSQL, so that several gateway processes share them.
-        "lock_storage": PgLockStorage(db),
+        "lock_storage": PgLockStorage(db, watch=door.watch),
         "property_manager": PgPropertyManager(db),
     }
     app = WsgiDAVApp(config)
@@ -92,4 +118,4 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
     app.lock_manager = manager
     for provider in app.provider_map.values():
         provider.set_lock_manager(manager)
-    return CompleteAnswers(app)
+    return FastReads(CompleteAnswers(app), host_provider, door)

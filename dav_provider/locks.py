@@ -2,8 +2,11 @@
 
 Locks live in PostgreSQL so that a lock taken through one gateway process is honoured by every
 other. A listing asks for the locks of every member; the live leases are read once per request
-(there are few) and kept in a per-thread cache that the provider resets at each request start and
-that every change here empties."""
+(there are few) and kept in a per-thread cache that the DAV app resets at each request start and
+that every change here empties. While the process's watch (store/login_watch.py) says nothing
+happened to any lock since a read found none at all, that read is not repeated: most writes
+happen with no lock anywhere, and each saves a round trip; a lock taken through any process
+announces itself (sql/060) before its LOCK is answered."""
 from __future__ import annotations
 
 import threading
@@ -18,6 +21,7 @@ from wsgidav.lock_man.lock_manager import LockManager, generate_lock_token, norm
 
 from store import locks as leases
 from store.db import Database
+from store.login_watch import LoginWatch
 from store.paths import nfc
 
 LOCK_TIME_OUT_DEFAULT = 604800  # 1 week, as LockStorageDict
@@ -29,6 +33,10 @@ _local = threading.local()
 def reset_request_cache() -> None:
     """Forget what this thread read for the previous request."""
     _local.leases = None
+
+
+def _granting(on: bool) -> None:
+    _local.granting = on
 
 
 def tree_path(ref_url: str) -> str:
@@ -43,8 +51,13 @@ def _ref_url(path: str) -> str:
 class PgLockStorage:
     """LockStorageDict's interface, stored in path_leases."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, watch: LoginWatch | None = None) -> None:
         self.db = db
+        self.watch = watch
+        # (the watch's lease generation, changes made here) when a read found no lock at all.
+        self._none_at: tuple[int, int] | None = None
+        self._changes = 0
+        self._known_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return "PgLockStorage"
@@ -62,6 +75,14 @@ class PgLockStorage:
     def clear(self) -> None:
         with self.db.transaction() as conn:
             leases.clear_all(conn)
+        self._changed()
+
+    def _changed(self) -> None:
+        """A lock changed through this process: known at once here, without waiting for our own
+        NOTIFY to come back."""
+        with self._known_lock:
+            self._changes += 1
+            self._none_at = None
         reset_request_cache()
 
     def _to_lock(self, lease: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +116,7 @@ class PgLockStorage:
         with self.db.transaction() as conn:
             leases.create(conn, lock["token"], tree_path(root), data,
                           datetime.fromtimestamp(lock["expire"], timezone.utc))
-        reset_request_cache()
+        self._changed()
         return lock
 
     def refresh(self, token: str, *, timeout: float) -> dict[str, Any]:
@@ -108,13 +129,13 @@ class PgLockStorage:
             data = {k: current[k] for k in ("type", "scope", "depth", "owner", "principal") if k in current}
             data["timeout"] = timeout
             lease = leases.refresh(conn, token, datetime.fromtimestamp(time.time() + timeout, timezone.utc), data)
-        reset_request_cache()
+        self._changed()
         return self._to_lock(lease)  # type: ignore[arg-type]
 
     def delete(self, token: str) -> bool:
         with self.db.transaction() as conn:
             done = leases.delete(conn, token)
-        reset_request_cache()
+        self._changed()
         return done
 
     def get_lock_list(self, path: str, *, include_root: bool, include_children: bool,
@@ -122,8 +143,19 @@ class PgLockStorage:
         target = tree_path(normalize_lock_root(path))
         cached = getattr(_local, "leases", None)
         if cached is None:
-            with self.db.connection() as conn:
-                cached = _local.leases = [self._to_lock(x) for x in leases.under(conn, "")]
+            # A grant always reads (HostLockManager.acquire): it decides under PostgreSQL's lock.
+            watched = self.watch is not None and not getattr(_local, "granting", False)
+            generation = self.watch.leases() if watched else None  # type: ignore[union-attr]
+            known = None if generation is None else (generation, self._changes)
+            if known is not None and known == self._none_at:
+                cached = _local.leases = []
+            else:
+                with self.db.connection() as conn:
+                    cached = _local.leases = [self._to_lock(x) for x in leases.under(conn, "")]
+                if not cached and known is not None:
+                    with self._known_lock:
+                        if known[1] == self._changes:
+                            self._none_at = known
         out = []
         for lock in cached:
             if lock["expire"] < time.time():
@@ -151,7 +183,11 @@ class HostLockManager(LockManager):
     def acquire(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         with leases.one_grant_at_a_time(self.storage.db):
             reset_request_cache()
-            return super().acquire(**kwargs)
+            _granting(True)
+            try:
+                return super().acquire(**kwargs)
+            finally:
+                _granting(False)
 
     def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
         errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)

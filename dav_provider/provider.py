@@ -14,8 +14,7 @@ from wsgidav import util as wsgidav_util
 from wsgidav.dav_provider import DAVProvider
 
 from dav_provider import headers, propfind
-from dav_provider.locks import reset_request_cache
-from dav_provider.resources import CREATED, NODES, FileResource, FolderResource, resource_for, store_call
+from dav_provider.resources import CREATED, MISSING, NODES, FileResource, FolderResource, resource_for, store_call
 from dav_provider.view import render_note
 from store import properties
 from store.access import PRINCIPAL_KEY
@@ -26,6 +25,7 @@ from store.host import HostTree
 from store.paths import nfc
 
 TREE = "hostfinder.tree"
+PARENT_OF_FILE = "hostfinder.parent_of_file"
 MARKDOWN_KINDS = ("note", "task", "memory", "history")
 # A rendered note is the one page a browser shows from here: no scripts, no fetches, no sniffing.
 HTML_VIEW_HEADERS = [("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
@@ -51,13 +51,25 @@ class HostDAVProvider(DAVProvider):
         tree = self.tree(environ)
         if tree is None:
             return None
-        cached = environ.get(NODES, {}).get(path.rstrip("/") or "/")
+        key = path.rstrip("/") or "/"
+        cached = environ.get(NODES, {}).get(key)
         if cached is not None:
             return resource_for(path, environ, cached)
+        if key in environ.get(MISSING, ()):
+            return None
+        if key == environ.get(PARENT_OF_FILE):
+            # The folder of the file this PUT replaces (see _check_parent): it exists and is
+            # visible, or the file could not have been found; WsgiDAV only asks is_collection.
+            return FolderResource(path, environ, None)
         try:
             node = tree.stat(path)
         except NotFound:
-            return self._lock_null(path, environ)
+            res = self._lock_null(path, environ)
+            if res is None and environ.get("REQUEST_METHOD") == "PUT":
+                # Nothing in this request makes the name exist before the write, which forgets
+                # this (forget_nodes); a LOCK may, so only a PUT remembers a miss.
+                environ.setdefault(MISSING, set()).add(key)
+            return res
         except Exception as exc:
             store_call(_raise, exc)
             raise
@@ -84,15 +96,14 @@ class HostDAVProvider(DAVProvider):
 
     def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
                                default_handler: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
-        reset_request_cache()
-        method = environ.get("REQUEST_METHOD")
+        method = environ.get("REQUEST_METHOD")  # (the lock cache was reset at the request's start: app.py)
         headers.check_path(environ)
         headers.check_if(environ)
         if method in ("COPY", "MOVE"):
             headers.check_destination(environ)
             self._check_destination(environ)
         elif method in ("PUT", "MKCOL", "LOCK"):
-            self._check_parent(environ)
+            self._check_parent(environ, method)
         elif method in ("GET", "HEAD") and "HTTP_RANGE" in environ:
             res = self.get_resource_inst(environ["PATH_INFO"], environ)
             headers.normalize_range(environ, res.node.size if isinstance(res, FileResource) and res.node else None)
@@ -116,16 +127,22 @@ class HostDAVProvider(DAVProvider):
             return default_handler(environ, _created_when_new(environ, start_response))
         return default_handler(environ, start_response)
 
-    def _check_parent(self, environ: dict[str, Any]) -> None:
+    def _check_parent(self, environ: dict[str, Any], method: str) -> None:
         """A new name in a folder this user cannot see (another organisation's, or none): 404 with
         the tree's sentence, as for anything else there; WsgiDAV would answer 409 "PUT parent must
         be a collection", telling that the folder exists."""
         path = environ["PATH_INFO"]
         tree = self.tree(environ)
-        if tree is None or self.get_resource_inst(path, environ) is not None:
+        if tree is None:
+            return
+        res = self.get_resource_inst(path, environ)
+        if res is not None:
+            if method == "PUT" and isinstance(res, FileResource) and res.node is not None:
+                environ[PARENT_OF_FILE] = path.rstrip("/").rsplit("/", 1)[0] or "/"
             return
         parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
-        store_call(tree.stat, parent)
+        if self.get_resource_inst(parent, environ) is None:  # kept for WsgiDAV's own parent check
+            store_call(tree.stat, parent)                    # the tree's sentence (404)
 
     def _check_destination(self, environ: dict[str, Any]) -> None:
         """MOVE/COPY: the destination must be a file name in a folder this user can see. The root

@@ -20,6 +20,9 @@ from store.host import HostTree, Node
 
 T = TypeVar("T")
 NODES = "hostfinder.nodes"
+# Paths this request found missing (a PUT's new name: WsgiDAV and our checks resolve it several
+# times, each a lookup and a lock query otherwise). Forgotten with NODES.
+MISSING = "hostfinder.missing"
 CREATED = "hostfinder.created"
 READ_ONLY_KINDS = ("history", "collection_json", "record")
 
@@ -48,6 +51,7 @@ def _join(parent: str, name: str) -> str:
 def forget_nodes(environ: dict[str, Any]) -> None:
     """Drop the nodes this request has resolved so far: it is about to change the tree."""
     environ.pop(NODES, None)
+    environ.pop(MISSING, None)
 
 
 def resource_for(path: str, environ: dict[str, Any], node: Node) -> FolderResource | FileResource:

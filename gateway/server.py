@@ -27,6 +27,7 @@ from store.access import PRINCIPAL_KEY, Door
 from store.db import UNAVAILABLE_MESSAGE, Database, outage_met
 from store.errors import Unavailable
 from store.filecache import FileCache
+from store.login_watch import LoginWatch
 from web import create_app as create_web_app
 
 access_log = logging.getLogger("hostfinder.access")
@@ -41,7 +42,10 @@ class Gateway:
     def __init__(self, db: Database, *, read_cache: bool = False) -> None:
         install_log_escaping()
         self.db = db
-        self.door = Door(db)
+        # Logins verified once are reused without a query until a change that could end them is
+        # announced (sql/060, store/login_watch.py); while that channel is down, one query each.
+        self.login_watch = LoginWatch(db.conninfo).start()
+        self.door = Door(db, watch=self.login_watch)
         # Off by default: without it every GET is one query, so gateways behind a load balancer
         # always read what any of them last wrote. With it (one gateway), repeated reads come from
         # memory, kept exact by change events (store.filecache).
@@ -51,6 +55,7 @@ class Gateway:
         self.web = create_web_app(db, door=self.door)
 
     def close(self) -> None:
+        self.login_watch.stop()
         if self.cache is not None:
             self.cache.stop()
 

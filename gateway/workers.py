@@ -1,10 +1,11 @@
-"""`hostfinder serve --workers N`: N processes answering on one listening socket.
+"""`hostfinder serve --workers N`: N processes answering on one port.
 
 One Python process runs one thread of Python at a time, so one gateway uses one core however
 many threads it has. The supervisor (this module, in the process the operator started) binds the
 socket, starts the embedded PostgreSQL and migrates it once, creates the demo, and then forks N
 workers. Each worker opens its own connection pool and runs the whole gateway (its own cheroot
-server adopting the inherited socket; the kernel hands each new connection to one of them).
+server adopting its own inherited socket on the shared port, SO_REUSEPORT: the kernel spreads
+new connections over them, see listen_each).
 Everything several gateways must agree on already lives in PostgreSQL (locks, dead properties,
 scratch files, provenance, change events), exactly as for two gateways on two machines, so the
 workers share nothing else. SIGTERM or Ctrl-C stops the workers, then PostgreSQL; a worker that
@@ -63,6 +64,30 @@ def listen(server: Any, backlog: int = 64) -> socket.socket:
     return sock
 
 
+def listen_each(server: Any, workers: int, backlog: int = 64) -> list[socket.socket]:
+    """One listening socket per worker on the same address, with SO_REUSEPORT, so the kernel
+    spreads new connections over the workers by their addresses. On one shared socket every
+    worker's front woke for each connection and whoever ran first took it: 16 clients connecting
+    at once went 8/8 at best and 16/0 about one time in three (bench/dav.py --scaling). The
+    address is first bound alone, without the option, so a port in use still fails here (a
+    SO_REUSEPORT socket would silently share it with another server of the same user)."""
+    first = listen(server, backlog)
+    if workers == 1:
+        return [first]
+    server.bind_addr = first.getsockname()[:2]   # a port of 0 became a real one
+    first.close()
+    server.reuse_port = True
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(workers):
+            socks.append(listen(server, backlog))
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
 def adopt(server: Any, sock: socket.socket) -> None:
     """Make a cheroot server (not yet prepared) serve on ``sock`` instead of binding its own:
     prepare() calls bind(), which here only takes the inherited socket."""
@@ -70,6 +95,8 @@ def adopt(server: Any, sock: socket.socket) -> None:
         server.socket = sock
         server.bind_addr = sock.getsockname()[:2]
     server.bind = bind
+    # Should the socket be shared after all, one connection per wake-up spreads a burst.
+    server.accept_batch = 1
 
 
 def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, dict | None], None],
@@ -83,7 +110,7 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
     except Exception as exc:
         raise StartupError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
     try:
-        sock = listen(binder)
+        socks = listen_each(binder, workers)
     except OSError as exc:
         raise StartupError(f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
                            "the port may be in use: choose another with --bind HOST:PORT") from None
@@ -102,7 +129,7 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
         for number in range(1, workers + 1):
-            children[_spawn(config, sock, runtime.conninfo, size, number, workers)] = number
+            children[_spawn(config, socks[number - 1], runtime.conninfo, size, number, workers)] = number
         announce(config, login)
         log.info("serving with %d worker processes (%s)", workers, ", ".join(map(str, children)))
         last_spawn = 0.0
@@ -116,13 +143,14 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
                               number, pid, _describe(status))
                     time.sleep(max(0.0, last_spawn + RESPAWN_INTERVAL - time.monotonic()))
                     last_spawn = time.monotonic()
-                    children[_spawn(config, sock, runtime.conninfo, size, number, workers)] = number
+                    children[_spawn(config, socks[number - 1], runtime.conninfo, size, number, workers)] = number
         log.info("stopping")
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _stop_children(children)
-        sock.close()
+        for sock in socks:
+            sock.close()
         runtime.close()
     return 0
 

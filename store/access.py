@@ -20,6 +20,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from store.db import Conn, Database
 from store.errors import NotFound
+from store.login_watch import LoginWatch
 from store.throttle import Key, LoginThrottle
 
 ActorType = Literal["user", "agent", "run", "system"]
@@ -127,6 +128,37 @@ class _VerifiedCache:
             self._items.pop(self._key(email, secret), None)
 
 
+class _RememberedLogins:
+    """Logins verified by a query, reusable without one while the process's LoginWatch
+    generation has not moved (store/login_watch.py: any change that can end a login moves it, in
+    every process). Keys are salted SHA-256 digests of the credentials, as in _VerifiedCache."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._salt = secrets.token_bytes(16)
+        self._items: dict[bytes, tuple[int, Principal]] = {}
+        self._lock = threading.Lock()
+
+    def key(self, kind: str, *parts: str) -> bytes:
+        return hashlib.sha256(self._salt + kind.encode() + b"\0" + b"\0".join(
+            p.encode("utf-8") for p in parts)).digest()
+
+    def get(self, key: bytes, generation: int | None) -> Principal | None:
+        if generation is None:
+            return None
+        with self._lock:
+            hit = self._items.get(key)
+        return hit[1] if hit is not None and hit[0] == generation else None
+
+    def put(self, key: bytes, generation: int | None, principal: Principal) -> None:
+        if generation is None:
+            return
+        with self._lock:
+            if len(self._items) >= self.size:
+                self._items.clear()
+            self._items[key] = (generation, principal)
+
+
 # The user and their current memberships in one query: every login reads them afresh.
 _USER = ("SELECT u.id, u.email, u.password_hash,"
          " ARRAY(SELECT m.org_id FROM memberships m WHERE m.user_id = u.id) AS org_ids FROM users u")
@@ -140,30 +172,66 @@ class Door:
     password login is refused with TooManyAttempts while its account or its address has too many
     recent failures, before the password is checked; a token login is never refused when the
     token is right (tokens cannot be guessed, and so a password guesser cannot lock the real user
-    out of their token), and a wrong token counts against its address."""
+    out of their token), and a wrong token counts against its address.
 
-    def __init__(self, db: Database, *, throttle: LoginThrottle | None = None) -> None:
+    With a ``watch``, a login verified once (by query, and argon2 for a password) is remembered
+    until PostgreSQL announces a change that could end it (sql/060): a remembered login costs no
+    query. Without a watch, or while it is down, every login reads the user's current rows."""
+
+    def __init__(self, db: Database, *, throttle: LoginThrottle | None = None,
+                 watch: LoginWatch | None = None) -> None:
+        """``watch``: the process's follower of login changes (store/login_watch.py). With it, a
+        login verified once is reused without a query until anything that could end it changes;
+        without it (or while it is down) every login reads the user's current rows."""
         self.db = db
         self.throttle = throttle or LoginThrottle()
+        self.watch = watch
         self._cache = _VerifiedCache()
+        self._remembered = _RememberedLogins()
+
+    def _generation(self) -> int | None:
+        return self.watch.current() if self.watch is not None else None
+
+    def remembered_basic(self, email: str, secret: str, *, client: str | None = None) -> Principal | None:
+        """The principal of a Basic login this process verified and that nothing has ended since,
+        at no query and no throttle accounting; None means "ask ``basic``" (unknown, changed,
+        wrong, or the account or address is being throttled, which ``basic`` answers)."""
+        if not self._remembered.size or self.watch is None:
+            return None
+        principal = self._remembered.get(self._remembered.key("basic", email.lower(), secret), self._generation())
+        if principal is None:
+            return None
+        keys = _address_keys(client) if secret.startswith(TOKEN_PREFIX) else [("account", email.lower()),
+                                                                               *_address_keys(client)]
+        return None if self.throttle.would_refuse(keys) else principal
 
     def basic(self, email: str, secret: str, *, client: str | None = None) -> Principal | None:
         """Email with a password or with one of that user's member tokens."""
         if not _plausible(email) or not _plausible(secret):
             return None
         address = _address_keys(client)
+        key = self._remembered.key("basic", email.lower(), secret)
+        generation = self._generation()   # taken before any query: see store/login_watch.py
         if secret.startswith(TOKEN_PREFIX):
+            if (known := self._remembered.get(key, generation)) is not None:
+                return known
             with self.db.connection() as conn:
                 row = self._token_row(conn, secret)
                 user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
                 if row and user and row["kind"] == "member" and row["user_id"] == user["id"]:
-                    return _user_principal(user, token_id=row["id"])
+                    principal = _user_principal(user, token_id=row["id"])
+                    self._remembered.put(key, generation, principal)
+                    return principal
             self.throttle.failed_cheaply(address)
             return None
         with self.throttle.attempt([("account", email.lower()), *address]) as failed:
+            if (known := self._remembered.get(key, generation)) is not None:
+                return known
             principal = self._password_login(email, secret)
             if principal is None:
                 failed()
+            else:
+                self._remembered.put(key, generation, principal)
             return principal
 
     def _password_login(self, email: str, password: str) -> Principal | None:
@@ -184,14 +252,22 @@ class Door:
         """A member token (acts as its user) or a service token (acts for its organisation)."""
         if not _plausible(secret):
             return None
+        key = self._remembered.key("bearer", secret)
+        generation = self._generation()
+        if (known := self._remembered.get(key, generation)) is not None:
+            return known
         with self.db.connection() as conn:
             row = self._token_row(conn, secret)
             if row is not None and row["kind"] == "service":
-                return Principal("service", None, f"service token {row['prefix']}…", frozenset({row["org_id"]}),
-                                 token_id=row["id"])
+                principal = Principal("service", None, f"service token {row['prefix']}…",
+                                      frozenset({row["org_id"]}), token_id=row["id"])
+                self._remembered.put(key, generation, principal)
+                return principal
             if row is not None:
                 user = conn.execute(_USER + " WHERE u.id = %s", (row["user_id"],)).fetchone()
-                return _user_principal(user, token_id=row["id"])
+                principal = _user_principal(user, token_id=row["id"])
+                self._remembered.put(key, generation, principal)
+                return principal
         self.throttle.failed_cheaply(_address_keys(client))
         return None
 

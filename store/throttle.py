@@ -72,6 +72,16 @@ class LoginThrottle:
                     if failed:
                         count.failures.append(now)
 
+    def would_refuse(self, keys: Sequence[Key]) -> bool:
+        """Whether ``attempt`` would refuse these keys now; reserves and counts nothing (for a
+        login remembered by the door, which must still be refused while its keys are full)."""
+        with self._lock:
+            try:
+                self._refuse_if_full(keys, self.clock(), pending=False)
+            except TooManyAttempts:
+                return True
+        return False
+
     def failed_cheaply(self, keys: Sequence[Key]) -> None:
         """A failure that cost nothing to find (an unknown token): refused with TooManyAttempts if
         a key is already full, else counted."""

@@ -9,9 +9,11 @@ from xml.etree import ElementTree as ET
 import pytest
 import requests
 
+from store import login_watch
 from store.db import Database
 from tests.conftest import RunningServer, running_gateway
 from tests.test_dav import Dav, artifact
+from tests.test_door_logins import delivered
 
 NS = {"d": "DAV:"}
 
@@ -74,6 +76,26 @@ def test_a_locked_note_refuses_every_change_without_its_token(pair: tuple[Dav, D
     assert artifact(db, note) is None
     # The lock went with the note.
     assert holder.req("UNLOCK", note, headers={"Lock-Token": token}).status_code in (404, 409)
+
+
+def test_a_lock_taken_through_one_gateway_stops_the_very_next_write_through_the_other(
+        pair: tuple[Dav, Dav], db: Database, db_url: str, second: RunningServer) -> None:
+    """A gateway that saw no lock anywhere skips the lock query of a write (dav_provider/locks.py)
+    until a change to the locks is announced: a LOCK through the first gateway must still stop the
+    second one's very next PUT, round after round."""
+    holder, other = pair
+    note = f"{holder.g}/shared.md"
+    holder.put(note, "v0")
+    assert second.gateway.login_watch.wait_live()
+    for n in range(5):
+        assert other.put(note, f"other {n}").status_code == 204   # no lock anywhere: remembered
+        assert other.put(note, f"other {n}b").status_code == 204
+        with delivered(db_url, login_watch.LEASES):
+            token = lock(holder, note)
+        assert other.put(note, "not allowed").status_code == 423, f"round {n}"
+        assert holder.put(note, f"holder {n}", If=f"({token})").status_code == 204
+        assert holder.req("UNLOCK", note, headers={"Lock-Token": token}).status_code == 204
+    assert artifact(db, note)["content"] == "holder 4"
 
 
 def test_a_locked_note_moves_with_its_token(pair: tuple[Dav, Dav], db: Database) -> None:

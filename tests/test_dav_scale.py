@@ -1,5 +1,5 @@
 """Speed rules: PROPFIND depth 1 over 10 000 notes runs a bounded number of SQL queries, and GET of
-a note is one query. Queries are counted on the real gateway's own connections."""
+a note with a remembered login is one query. Queries are counted on the real gateway's own connections."""
 from __future__ import annotations
 
 import threading
@@ -45,7 +45,8 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
         with running_gateway(counted_db, threads=2, read_cache=read_cache) as running:
             s = running.session(basic=(boot["email"], boot["password"]))
             base = f"{running.url}/dav/org/{org}/guilds/{guild}"
-            assert s.get(base + "/n1.md").text == "note 1"  # warms the login cache
+            assert running.gateway.login_watch.wait_live()
+            assert s.get(base + "/n1.md").text == "note 1"  # the login is remembered from here on
             if read_cache:
                 assert running.gateway.cache.wait_live()
             seen: list[int] = []
@@ -59,17 +60,44 @@ def test_propfind_of_10000_notes_and_get_are_bounded(counted_db: Database, boot:
 
             r = counted("PROPFIND", base + "/", headers={"Depth": "1"})
             assert r.status_code == 207 and len(ET.fromstring(r.content).findall("{DAV:}response")) == 10_001
-            # Each request also runs one query at the door: a remembered login is checked against
-            # the user's current password hash and memberships, so revoking ends it at once.
-            assert seen[-1] <= 1 + 11, f"PROPFIND depth 1 ran {seen[-1]} queries"
+            # A remembered login costs no query: revoking it is announced by NOTIFY instead
+            # (store/login_watch.py, tests/test_door_logins.py).
+            assert seen[-1] <= 11, f"PROPFIND depth 1 ran {seen[-1]} queries"
             r = counted("GET", base + "/n5000.md")
             assert r.text == "note 5000"
             if not read_cache:
-                assert seen[-1] == 1 + 1, f"GET ran {seen[-1]} queries"
+                assert seen[-1] == 1, f"GET ran {seen[-1]} queries"
             else:
                 # serve --read-cache: the listing brought the notes' bytes along in one query.
-                assert seen[-1] == 1 + 0, f"a GET after the listing ran {seen[-1]} queries"
+                assert seen[-1] == 0, f"a GET after the listing ran {seen[-1]} queries"
 
 
 def _total(running: Any) -> int:
     return _RUN[0]
+
+
+def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -> None:
+    """Round trips of one PUT over WebDAV, counted on the gateway's own connections. A new name is
+    looked up once (not once per WsgiDAV lookup, each with a lock query), and replacing a file
+    does not look its folder up in the DAV layer again, and with no lock anywhere (known through
+    the watch, store/login_watch.py) there is no lock query. What remains: the file (a create: the
+    folder too), then the store's write (folder, current version, write, provenance with its
+    event, the new node; a create also reads a pending rename-away save)."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    with running_gateway(counted_db, threads=2) as running:
+        assert running.gateway.login_watch.wait_live()
+        s = running.session(basic=(boot["email"], boot["password"]))
+        base = f"{running.url}/dav/org/{org}/guilds/{guild}"
+        assert s.put(base + "/warm.md", data=b"x").status_code == 201  # the login is remembered
+
+        def statements(name: str, data: bytes) -> tuple[int, int]:
+            before = _RUN[0]
+            r = s.put(f"{base}/{name}", data=data)
+            return r.status_code, _RUN[0] - before
+
+        assert statements("new.md", b"first") == (201, 8)
+        assert statements("new.md", b"second") == (204, 6)
+        assert s.get(base + "/new.md").text == "second"
+        # The shortcut is only for a file that exists: a new name in a missing folder is still 404.
+        r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")
+        assert r.status_code == 404 and "999999" in r.text

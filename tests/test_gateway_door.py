@@ -3,6 +3,7 @@ nothing is read without a bound, and malformed framing is a 4xx with a sentence.
 from __future__ import annotations
 
 import base64
+import re
 import os
 import socket
 import threading
@@ -168,6 +169,31 @@ def test_keep_alive_and_pipelined_requests_still_work(server, boot) -> None:
     session = requests.Session()
     for _ in range(5):
         assert session.get(f"{server.url}/api/health", timeout=5).status_code == 200
+
+
+def test_answers_with_and_without_a_body_follow_each_other_whole_on_one_connection(server, boot, operator) -> None:
+    """The front sends a response's head with its first body bytes in one write (DoorRequest);
+    an answer without a body (HEAD, 304, 204) must still get its head, in order."""
+    note = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/whole.md"
+    assert operator.put(server.url + note, data=b"twelve bytes").status_code == 201
+    etag = operator.head(server.url + note).headers["ETag"]
+
+    def req(method: str, extra: str = "", body: bytes = b"") -> bytes:
+        length = f"Content-Length: {len(body)}\r\n" if body else ""
+        return (f"{method} {note} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n{extra}{length}\r\n"
+                ).encode() + body
+    sent = [req("GET"), req("HEAD"), req("GET", f"If-None-Match: {etag}\r\n"), req("PUT", body=b"new text"),
+            req("GET")]
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(b"".join(sent))
+        answer = b""
+        while answer.count(b"HTTP/1.1 ") < 5 or not answer.endswith(b"new text"):
+            chunk = s.recv(65536)
+            assert chunk, answer
+            answer += chunk
+    statuses = [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", answer)]
+    assert statuses == [200, 200, 304, 204, 200], answer
+    assert answer.count(b"twelve bytes") == 1 and answer.endswith(b"\r\n\r\nnew text")
 
 
 def test_expect_100_continue_gets_one_continue_and_the_put_lands(server, boot) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.test_cli import Serve, data_dir, postgres_processes  # noqa: F401  (data_dir is a fixture)
@@ -122,3 +123,39 @@ def test_the_shared_socket_has_cheroots_options() -> None:
                 assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     finally:
         sock.close()
+
+
+def test_each_worker_listens_on_its_own_socket_and_connections_spread_over_them() -> None:
+    """One socket per worker (SO_REUSEPORT) on one port: 16 clients connecting at once reach
+    both (on one shared socket a worker could take the whole burst); a port already in use is
+    still refused, not silently shared."""
+    import socket
+
+    from gateway.server import make_server
+    from gateway.workers import listen_each
+
+    socks = listen_each(make_server(lambda e, s: [], "127.0.0.1", 0), 2)
+    try:
+        port = socks[0].getsockname()[1]
+        assert [s.getsockname()[1] for s in socks] == [port, port]
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+        taken = []
+        for sock in socks:
+            sock.setblocking(False)
+            count = 0
+            while True:
+                try:
+                    accepted, _ = sock.accept()
+                except BlockingIOError:
+                    break
+                accepted.close()
+                count += 1
+            taken.append(count)
+        assert sum(taken) == 16 and min(taken) > 0, taken
+        for c in clients:
+            c.close()
+        with pytest.raises(OSError):
+            listen_each(make_server(lambda e, s: [], "127.0.0.1", port), 2)
+    finally:
+        for sock in socks:
+            sock.close()
