@@ -80,9 +80,10 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
     """Round trips of one PUT over WebDAV, counted on the gateway's own connections. A new name is
     looked up once (not once per WsgiDAV lookup, each with a lock query), and replacing a file
     does not look its folder up in the DAV layer again, and with no lock anywhere (known through
-    the watch, store/login_watch.py) there is no lock query. What remains: the file (a create: the
-    folder too), then the store's write (folder, current version, write, provenance with its
-    event, the new node; a create also reads a pending rename-away save)."""
+    the watch, store/login_watch.py) there is no lock query. What remains of an overwrite: the DAV layer's look at the file, the
+    tree's read of the current version, and the write with its provenance row and its event in one
+    statement. A create also looks at the folder (WsgiDAV's parent, then the tree's check) and for
+    a pending rename-away save of that name."""
     org, guild = boot["org_id"], boot["guild_id"]
     with running_gateway(counted_db, threads=2) as running:
         assert running.gateway.login_watch.wait_live()
@@ -95,8 +96,8 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
             r = s.put(f"{base}/{name}", data=data)
             return r.status_code, _RUN[0] - before
 
-        assert statements("new.md", b"first") == (201, 8)
-        assert statements("new.md", b"second") == (204, 6)
+        assert statements("new.md", b"first") == (201, 6)
+        assert statements("new.md", b"second") == (204, 3)
         assert s.get(base + "/new.md").text == "second"
         # The shortcut is only for a file that exists: a new name in a missing folder is still 404.
         r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")
