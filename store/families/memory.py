@@ -7,17 +7,17 @@ from typing import Any
 from store import memory
 from store.access import Actor
 from store.db import Conn
-from store.errors import Forbidden, Invalid, LimitReached, PreconditionFailed, StoreError, TooLarge
+from store.errors import Forbidden, Invalid, LimitReached, PreconditionFailed, TooLarge
+from store.families.agent_root import AgentRootFile
 from store.families.artifacts import file_row, hidden_clause
-from store.families.base import MARKDOWN, Family, as_bytes
-from store.families.task import reserved_refusal
+from store.families.base import MARKDOWN
 from store.layout import Folder
 from store.paths import memory_path
 
 OPERATOR_SOURCE = "operator"  # what memory's history-archive names an edit made through the tree
 
 
-class Memory(Family):
+class Memory(AgentRootFile):
     kind = "memory"
     content_type = MARKDOWN
     writable = cacheable = True
@@ -39,18 +39,8 @@ class Memory(Family):
             return None
         return row
 
-    def list(self, conn: Conn, folder: Folder) -> list[dict]:
-        row = self._row(conn, folder, content=False)
-        return [row] if row else []
-
-    def read(self, conn: Conn, folder: Folder, name: str, *, hidden_for: int | None = None) -> dict | None:
-        return as_bytes(self._row(conn, folder, content=True, hidden_for=hidden_for))
-
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
               if_version: int | None = None) -> dict | None:
         row = memory.write_memory(conn, folder.org_id or 0, folder.owner_id or 0, text, actor,
                                   source=OPERATOR_SOURCE, if_version=if_version)
         return file_row(row, "memory.md", len(text.encode("utf-8")))
-
-    def removal_refusal(self, folder: Folder, name: str, *, moving: bool) -> StoreError | None:
-        return reserved_refusal(name, moving=moving)
