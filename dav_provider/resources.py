@@ -1,12 +1,12 @@
 """Folder and file resources over the Host tree: each method is one HostTree call.
 
-A PUT body is spooled and becomes ONE store write in end_write, and only when the whole body
-arrived (with_errors False), so a broken upload leaves nothing behind. DELETE, MOVE and COPY have
+A PUT body goes into a store write handle (store.handles, the same one the FUSE mount's open
+files use) and becomes ONE version in end_write, and only when the whole body arrived
+(with_errors False), so a broken upload leaves nothing behind. DELETE, MOVE and COPY have
 the tree's domain meaning (handle_* return True): WsgiDAV's file-by-file fallback never runs."""
 from __future__ import annotations
 
 import io
-import tempfile
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -16,6 +16,7 @@ from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
 from dav_provider.errors import dav_error, internal_error
 from store.errors import StoreError
+from store.handles import WriteHandle
 from store.host import HostTree, Node
 
 T = TypeVar("T")
@@ -153,30 +154,22 @@ class FolderResource(_Common, DAVCollection):
 
 
 class _Spool(io.RawIOBase):
-    """Receives the PUT body; WsgiDAV closes the file object it writes, so the spool stays
-    readable until end_write."""
+    """The file object WsgiDAV writes a PUT body into: each piece goes into the handle, which
+    refuses a body past the store's cap as it arrives. WsgiDAV closes this object before
+    end_write, so closing it commits nothing."""
 
-    MAX_MEMORY = 1024 * 1024
-
-    def __init__(self) -> None:
+    def __init__(self, handle: WriteHandle) -> None:
         super().__init__()
-        self.file = tempfile.SpooledTemporaryFile(max_size=self.MAX_MEMORY)
+        self.handle = handle
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: Any) -> int:
-        return self.file.write(data)
+        return store_call(self.handle.append, bytes(data))
 
-    def close(self) -> None:  # the body is read in end_write
+    def close(self) -> None:
         pass
-
-    def data(self) -> bytes:
-        self.file.seek(0)
-        return self.file.read()
-
-    def discard(self) -> None:
-        self.file.close()
 
 
 class FileResource(_Common, DAVNonCollection):
@@ -219,33 +212,26 @@ class FileResource(_Common, DAVNonCollection):
     def begin_write(self, *, content_type: str | None = None) -> _Spool:
         if self.node is not None and not self.node.writable:
             store_call(tree_of(self.environ).check_write, self.path)
-        self._spool = _Spool()
+        self._spool = _Spool(WriteHandle(tree_of(self.environ), self.path, new=True))
         return self._spool
 
     def end_write(self, *, with_errors: bool) -> None:
         spool, self._spool = self._spool, None
-        if spool is None:
-            return
-        try:
-            if with_errors:
-                return  # a broken upload writes nothing
-            env = self.environ
-            data = spool.data()
-            declared = env.get("CONTENT_LENGTH") or ""
-            if declared.isdigit() and len(data) < int(declared):
-                # The client went away mid-body (a phone losing its network): cheroot then ends
-                # the body early without an error. A part of a save is not a save.
-                raise DAVError(HTTP_BAD_REQUEST, context_info=(
-                    f"the body ended after {len(data)} of the {declared} bytes its Content-Length "
-                    "announced, so nothing was saved; the previous version is unchanged. Send the "
-                    "whole file again"))
-            forget_nodes(env)
-            self.node = store_call(tree_of(env).write, self.path, data,
-                                   if_match=env.get("HTTP_IF_MATCH"),
-                                   if_none_match=env.get("HTTP_IF_NONE_MATCH", "").strip() == "*",
-                                   if_unmodified_since=_http_date(env.get("HTTP_IF_UNMODIFIED_SINCE")))
-        finally:
-            spool.discard()
+        if spool is None or with_errors:
+            return  # a broken upload writes nothing
+        env, handle = self.environ, spool.handle
+        declared = env.get("CONTENT_LENGTH") or ""
+        if declared.isdigit() and handle.size < int(declared):
+            # The client went away mid-body (a phone losing its network): cheroot then ends
+            # the body early without an error. A part of a save is not a save.
+            raise DAVError(HTTP_BAD_REQUEST, context_info=(
+                f"the body ended after {handle.size} of the {declared} bytes its Content-Length "
+                "announced, so nothing was saved; the previous version is unchanged. Send the "
+                "whole file again"))
+        forget_nodes(env)
+        self.node = store_call(handle.commit, if_match=env.get("HTTP_IF_MATCH"),
+                               if_none_match=env.get("HTTP_IF_NONE_MATCH", "").strip() == "*",
+                               if_unmodified_since=_http_date(env.get("HTTP_IF_UNMODIFIED_SINCE")))
 
 
 def _http_date(value: str | None) -> Any:
