@@ -170,6 +170,8 @@ class DirectoryListing:
     def add(self, children: list[tuple[str, object]]) -> None:
         """Also list ``children`` whose names are not listed yet (files only this mount knows
         of), without changing the entries a shared pass holds."""
+        if not children:
+            return  # the usual pass: no set of a 10 000-entry folder's names built for nothing
         listed = set(self._keys)
         extra = [((1, name), item) for name, item in children if (1, name) not in listed]
         if extra:

@@ -28,7 +28,7 @@ from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound
 from fuse_mount.listings import MISSING, ListingCache
-from store.paths import is_side_file
+from store.paths import is_side_file, nfc
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -294,7 +294,7 @@ class HostOperations(pyfuse3.Operations):
             # Files created here and not committed yet (a held side file such as vim's swap, a
             # note still being written) are not in the store's listing; `ls` must still show them.
             # Added per pass, never kept: they come and go without a store call.
-            listing.add([(h.path.rsplit("/", 1)[-1], (h.path, h)) for h in self.handles.created_in(path)
+            listing.add([(nfc(h.path.rsplit("/", 1)[-1]), (h.path, h)) for h in self.handles.created_in(path)
                          if self.inodes.known(h.path) == h.ino])
         for key, item in listing.after(start_id):
             child_path, node = item  # type: ignore[misc]
