@@ -12,6 +12,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from fuse_mount.inodes import parent_of
+
 
 @dataclass
 class OpenFile:
@@ -112,6 +114,15 @@ class HandleTable:
     def dirty_writer(self, ino: int) -> OpenFile | None:
         """The handle whose uncommitted body is the file's current content, if any."""
         return next((h for h in self._open.values() if h.ino == ino and h.needs_commit), None)
+
+    def created_in(self, folder: str) -> list[OpenFile]:
+        """One handle per file created in ``folder`` through the mount and not committed yet (a
+        held side file, a note still being written): the store does not list them, a disk would."""
+        found: dict[int, OpenFile] = {}
+        for h in self._open.values():
+            if h.new and not h.orphaned and h.ino not in found and parent_of(h.path) == folder:
+                found[h.ino] = h
+        return list(found.values())
 
     def moved(self, ino: int, new_path: str) -> None:
         for h in self.on_inode(ino):

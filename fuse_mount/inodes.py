@@ -167,6 +167,18 @@ class DirectoryListing:
         self._keys = [key for key, _ in self.entries]
         self._offsets.clear()
 
+    def add(self, children: list[tuple[str, object]]) -> None:
+        """Also list ``children`` whose names are not listed yet (files only this mount knows
+        of), without changing the entries a shared pass holds."""
+        if not children:
+            return  # the usual pass: no set of a 10 000-entry folder's names built for nothing
+        listed = set(self._keys)
+        extra = [((1, name), item) for name, item in children if (1, name) not in listed]
+        if extra:
+            self.entries = sorted(self.entries + extra, key=lambda e: e[0])
+            self._keys = [key for key, _ in self.entries]
+            self._offsets.clear()
+
     def shared(self) -> tuple[list[tuple[tuple[int, str], object]], list[tuple[int, str]]]:
         """The filled entries, to be handed to another pass with ``share`` (they are not changed
         after ``fill``; each pass keeps its own offsets)."""

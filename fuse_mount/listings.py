@@ -27,6 +27,21 @@ class _Listing:
     unsure: set[str] = field(default_factory=set)
 
 
+def keeps(folder: str) -> bool:
+    """Whether a listing of ``folder`` may be kept at all: only where every change to its entries
+    comes with an event or through this mount (notes, task and memory, scripts, collections and
+    records). The root and org/ (memberships), guilds/ and agents/ (a guild or agent is created
+    with no file event) and history-archive/ (a memory save's event names memory.md, not the
+    archived version) are listed afresh at each pass; a kept listing would answer a new agent's
+    folder "no such file" until it expired. They are small, so this costs a few short queries."""
+    parts = folder.split("/") if folder else []
+    if len(parts) < 2:
+        return False
+    if len(parts) == 3 and parts[2] in ("guilds", "agents"):
+        return False
+    return not (len(parts) == 5 and parts[2] == "agents" and parts[4] == "history-archive")
+
+
 class ListingCache:
     """folder path -> its last listing. Used from the event loop only, so it takes no lock."""
 
@@ -37,7 +52,7 @@ class ListingCache:
 
     def put(self, folder: str, serial: int, entries: Any, nodes: list[Any], seconds: float) -> None:
         """Keep a listing taken when ``serial`` was current (nothing is kept if it moved on)."""
-        if serial == self.serial:
+        if serial == self.serial and keeps(folder):
             self._folders[folder] = _Listing(time.monotonic() + seconds, entries, {n.name: n for n in nodes})
 
     def _fresh(self, folder: str) -> _Listing | None:

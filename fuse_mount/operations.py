@@ -28,7 +28,7 @@ from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound
 from fuse_mount.listings import MISSING, ListingCache
-from store.paths import is_side_file
+from store.paths import is_side_file, nfc
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -291,12 +291,17 @@ class HostOperations(pyfuse3.Operations):
                 listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
                 self.listings.put(path, serial, listing.shared(), nodes,
                                   min(LISTING_SECONDS, _cache_seconds(path)))
+            # Files created here and not committed yet (a held side file such as vim's swap, a
+            # note still being written) are not in the store's listing; `ls` must still show them.
+            # Added per pass, never kept: they come and go without a store call.
+            listing.add([(nfc(h.path.rsplit("/", 1)[-1]), (h.path, h)) for h in self.handles.created_in(path)
+                         if self.inodes.known(h.path) == h.ino])
         for key, item in listing.after(start_id):
             child_path, node = item  # type: ignore[misc]
             is_dot = key[0] == 0
             ino = self.inodes.inode_for(child_path)
-            if not pyfuse3.readdir_reply(token, os.fsencode(key[1]), self._node_attrs(ino, node),
-                                         listing.offset_for(key)):
+            attrs = self._handle_attrs(node) if isinstance(node, OpenFile) else self._node_attrs(ino, node)
+            if not pyfuse3.readdir_reply(token, os.fsencode(key[1]), attrs, listing.offset_for(key)):
                 return
             if not is_dot:  # '.' and '..' must not change lookup counts
                 self.inodes.remember(child_path)

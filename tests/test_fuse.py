@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from fuse_mount.command import MountError, check_fuse
-from store import tools
+from store import admin, tools
 from store.access import Door, Principal
 from store.db import Database
 from store.errors import NotFound
@@ -374,6 +374,27 @@ def test_agent_note_write_shows_up_within_a_second(mount: Mount) -> None:
 
     tools.call(mount.db, mount.principal, agent, "note_delete", {"path": f"org/{org}/guilds/{guild}/fresh.md"})
     eventually(lambda: "fresh.md" not in os.listdir(folder), 1.0)
+
+
+def test_folders_that_change_without_an_event_are_never_answered_from_an_old_listing(mount: Mount) -> None:
+    """A guild or agent created after `ls` (no file event announces it) is there at once, and a
+    memory save's new history-archive file is listed at once: the mount keeps no listing of the
+    folders whose entries change without an event (guilds/, agents/, history-archive/)."""
+    org, agent = mount.boot["org_id"], mount.boot["agent_id"]
+    archive = mount.org / "agents" / str(agent) / "history-archive"
+    before_guilds, before_agents = os.listdir(mount.org / "guilds"), os.listdir(mount.org / "agents")
+    assert os.listdir(archive) == []
+    guild = admin.create_guild(mount.db, org_id=org, name="Created after ls")
+    new_agent = admin.create_agent(mount.db, org_id=org, guild_id=guild["id"], name="Also after ls")
+    (mount.org / "agents" / str(new_agent["id"]) / "task.md").write_text("first task\n")
+    (mount.org / "guilds" / str(guild["id"]) / "plan.md").write_text("plan\n")
+    assert mount.tree.read(f"org/{org}/agents/{new_agent['id']}/task.md") == b"first task\n"
+    assert sorted(os.listdir(mount.org / "guilds")) == sorted(before_guilds + [str(guild["id"])])
+    assert sorted(os.listdir(mount.org / "agents")) == sorted(before_agents + [str(new_agent["id"])])
+    mount.tree.write(f"org/{org}/agents/{agent}/memory.md", b"first memory\n")
+    mount.tree.write(f"org/{org}/agents/{agent}/memory.md", b"second memory\n")
+    [kept] = os.listdir(archive)
+    assert (archive / kept).read_bytes() == b"first memory\n"
 
 
 def test_killed_mount_writes_no_partial_note_and_mounts_again(db: Database, db_url: str,
