@@ -26,7 +26,7 @@ from pyfuse3 import FUSEError
 from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
-from store.errors import NotFound
+from store.errors import NotFound, StoreError
 from fuse_mount.listings import MISSING, ListingCache
 from store.paths import is_side_file, nfc
 
@@ -62,6 +62,20 @@ def _ns(when: datetime | None) -> int:
     return int(when.timestamp() * 1e9) if when is not None else 0
 
 
+class _ThreadTree:
+    """This mount's Tree for store.handles: each call goes to the calling worker thread's own
+    Host tree (the mount keeps one per thread, see HostOperations._tree)."""
+
+    def __init__(self, tree: Callable[[], Any]) -> None:
+        self._tree = tree
+
+    def read(self, path: str) -> bytes:
+        return self._tree().read(path)
+
+    def write(self, path: str, data: bytes, **conditions: Any) -> Any:
+        return self._tree().write(path, data, **conditions)
+
+
 class HostOperations(pyfuse3.Operations):
     """pyfuse3 operations over a Host tree. ``make_tree`` builds one HostTree; one is kept per
     worker thread, since a HostTree is not meant to be shared between threads."""
@@ -75,7 +89,7 @@ class HostOperations(pyfuse3.Operations):
         self._local = threading.local()
         self.limiter = trio.CapacityLimiter(concurrency)
         self.inodes = InodeTable()
-        self.handles = HandleTable()
+        self.handles = HandleTable(_ThreadTree(self._tree))
         self._dirs: dict[int, tuple[int, DirectoryListing]] = {}
         # One lock per inode, held while a save, unlink or rename of it runs: a release's commit
         # still in flight must not race an unlink (vim closes then removes its swap file).
@@ -103,15 +117,21 @@ class HostOperations(pyfuse3.Operations):
         one log line (``quiet``: a lookup miss is an answer, not a refusal, and is not logged)."""
         def run() -> Any:
             return getattr(self._tree(), method)(*args, **kwargs)
+        return await self._run(operation, path, run, quiet=quiet,
+                               changes=args if method in CHANGES_LISTING else ())
+
+    async def _run(self, operation: str, path: str, fn: Callable[[], Any], *, quiet: bool = False,
+                   changes: tuple[Any, ...] = ()) -> Any:
+        """``fn`` (store calls) in a worker thread, errors as _call; ``changes``: the paths whose
+        kept listings it makes unsure."""
         try:
-            return await trio.to_thread.run_sync(run, limiter=self.limiter)
+            return await trio.to_thread.run_sync(fn, limiter=self.limiter)
         except Exception as exc:
             if quiet and isinstance(exc, NotFound):
                 raise FUSEError(errno.ENOENT) from None
             raise FUSEError(log_refusal(operation, path, exc)) from None
         finally:
-            if method in CHANGES_LISTING:
-                self._drop_listings(*args)
+            self._drop_listings(*changes)
 
     def _drop_listings(self, *paths: Any) -> None:
         """``paths`` changed: what the kept listings say about them is unsure now."""
@@ -229,7 +249,7 @@ class HostOperations(pyfuse3.Operations):
             open_files = self.handles.on_inode(inode)
             if open_files and open_files[0].node is not None:
                 h = open_files[0]
-                return self._node_attrs(inode, h.node, size=h.size if h.data is not None else None)
+                return self._node_attrs(inode, h.node, size=h.size if h.loaded else None)
             raise FUSEError(errno.ENOENT) from None
         hit = self._peek(path)
         node = hit[0] if hit is not None else await self._call("getattr", path, "stat", path, quiet=True)
@@ -254,7 +274,7 @@ class HostOperations(pyfuse3.Operations):
             if handle is not None:
                 # Part of a save (open(O_TRUNC), ftruncate): commit with the writes that follow.
                 await self._load(handle)
-                handle.truncate(attr.st_size)
+                self._in_memory("truncate", handle, handle.truncate, attr.st_size)
             elif attr.st_size != current.st_size:
                 # truncate(1) on a closed file: that is the whole save, one version now.
                 data = await self._call("truncate", path, "read", path)
@@ -328,7 +348,7 @@ class HostOperations(pyfuse3.Operations):
             # Another open file holds the newest bytes (not committed yet): start from those.
             truncating = writing and bool(flags & os.O_TRUNC)
             handle = self.handles.open(inode, path, writable=writing, node=source.node,
-                                       data=b"" if truncating else bytes(source.data or b""))
+                                       data=b"" if truncating else bytes(source.data))
             handle.new, handle.dirty = source.new, truncating
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
@@ -376,11 +396,10 @@ class HostOperations(pyfuse3.Operations):
 
     async def _load(self, handle: OpenFile) -> None:
         """The body, once per open: from the content cache when it holds it, else one query."""
-        if handle.data is None:
+        if not handle.loaded:
             hit = self._peek(handle.path)
             data = hit[1] if hit is not None else await self._call("read", handle.path, "read", handle.path)
-            if handle.data is None:  # another request on this handle may have loaded it meanwhile
-                handle.data = bytearray(data)
+            handle.fill(data)  # (unless another request on this handle loaded it meanwhile)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
         handle = self.handles.get(fh)
@@ -392,7 +411,15 @@ class HostOperations(pyfuse3.Operations):
         if not handle.writable:
             raise FUSEError(errno.EBADF)
         await self._load(handle)
-        return handle.write(off, buf)
+        return self._in_memory("write", handle, handle.write, off, buf)
+
+    def _in_memory(self, operation: str, handle: OpenFile, fn: Callable[..., Any], *args: Any) -> Any:
+        """A change to a handle's body (no store call): the store's refusal of a body past the
+        cap becomes an errno with one log line, as a store call's would."""
+        try:
+            return fn(*args)
+        except StoreError as exc:
+            raise FUSEError(log_refusal(operation, handle.path, exc)) from None
 
     def _lock(self, ino: int | None) -> trio.Lock:
         if ino is None:
@@ -414,22 +441,21 @@ class HostOperations(pyfuse3.Operations):
             return
         if at_flush and not handle.wrote:
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
-        body = bytes(handle.data or b"")
+        created = handle.new
         try:
-            node = await self._call(operation, handle.path, "write", handle.path, body,
-                                    if_none_match=handle.new and handle.exclusive)
+            # A refused commit is reported once (flush, which close() returns): the handle
+            # forgets its changes, so release does not write them again.
+            node = await self._run(operation, handle.path,
+                                   lambda: handle.commit(if_none_match=handle.new and handle.exclusive),
+                                   changes=(handle.path,))
         except FUSEError:
-            # Reported once (flush, which close() returns); release must not write it again.
-            handle.dirty = handle.wrote = False
-            if handle.new:
+            if created:
                 self._drop_phantom(handle)
             raise
-        handle.dirty = handle.wrote = handle.new = False
-        handle.node = node
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
-            if other is not handle and not other.dirty:
-                other.data, other.node, other.new = None, node, False
+            if other is not handle:
+                other.reload(node)
 
     def _drop_phantom(self, handle: OpenFile) -> None:
         """A created file the tree refused: make the kernel forget the name it was given."""
@@ -516,11 +542,9 @@ class HostOperations(pyfuse3.Operations):
                 # An editor's save: its temp file, never committed, renamed over the note. The
                 # store's move of a side file over a file is that file's next version; writing
                 # the temp file's bytes to the destination is the same version in one transaction.
-                body = bytes(held.data or b"")
-                node = await self._call("rename", f"{src} -> {dst}", "write", dst, body)
+                node = await self._call("rename", f"{src} -> {dst}", "write", dst, bytes(held.data))
                 for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
-                    handle.dirty = handle.wrote = handle.new = False
-                    handle.node = node
+                    handle.saved_as(node)
                     if handle.released:
                         self.handles.close(handle.fh)
                 self._moved(src, dst, src_ino)

@@ -17,13 +17,16 @@ The life of a handle::
     h.orphan()     # the file was deleted or renamed over while open: its writes go nowhere
 
 A failed commit raises the store's error once and forgets the body's changes, so a later release
-does not report (or write) it again. Front ends: WebDAV's PUT spool appends then commits with the
+does not report (or write) it again. A write past the cap is refused as it comes and spoils the
+handle: the bytes before it are not what the writer meant, so the commit writes nothing and reports
+that refusal instead. Front ends: WebDAV's PUT spool appends then commits with the
 request's conditions; the FUSE mount maps fh to a handle and calls flush, fsync, release.
 """
 from __future__ import annotations
 
 from typing import Protocol
 
+from store.errors import StoreError
 from store.storage import MAX_CONTENT_BYTES, too_large
 
 
@@ -48,6 +51,9 @@ class WriteHandle:
         self.wrote = False      # received bytes since open or the last commit
         self.orphaned = False   # unlinked or renamed over while open
         self.node: object = None  # what the last commit returned
+        # A write that would pass the cap, refused as it came: the body is no longer what the
+        # writer meant, so it is never committed; the commit reports this instead, once.
+        self.refusal: StoreError | None = None
 
     # -- the body ------------------------------------------------------------------------------
 
@@ -56,6 +62,17 @@ class WriteHandle:
         if self._data is None:
             self._data = bytearray(self.tree.read(self.path))
         return self._data
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the body is in memory (reading ``data`` of an unloaded handle reads the store)."""
+        return self._data is not None
+
+    def fill(self, data: bytes) -> None:
+        """The body, read by the front end itself (the FUSE mount reads off its event loop, or
+        from the content cache), unless it was loaded meanwhile."""
+        if self._data is None:
+            self._data = bytearray(data)
 
     def load(self) -> None:
         """Read the body now. A front end on an event loop (the FUSE mount's trio) calls this in a
@@ -94,8 +111,12 @@ class WriteHandle:
         self.dirty = self.wrote = True
 
     def _check(self, size: int) -> None:
+        if self.refusal is not None:
+            raise self.refusal
         if size > MAX_CONTENT_BYTES:
-            raise too_large(self.path.rsplit("/", 1)[-1], size)
+            self.refusal = too_large(self.path.rsplit("/", 1)[-1], size)
+            self.dirty = self.wrote = True  # so that close reports it too
+            raise self.refusal
 
     # -- committing ----------------------------------------------------------------------------
 
@@ -121,14 +142,25 @@ class WriteHandle:
         create (FUSE forgets the name it gave the kernel) reads ``new`` before committing."""
         if not self.needs_commit:
             return None
+        if self.refusal is not None:
+            refusal, self.refusal = self.refusal, None
+            self.dirty = self.wrote = self.new = False
+            raise refusal
         body = bytes(self.data)
         try:
-            self.node = self.tree.write(self.path, body, if_match=if_match, if_none_match=if_none_match,
-                                        if_unmodified_since=if_unmodified_since)
+            node = self.tree.write(self.path, body, if_match=if_match, if_none_match=if_none_match,
+                                   if_unmodified_since=if_unmodified_since)
         finally:
             # Committed, or refused and reported now: either way not again at release.
             self.dirty = self.wrote = self.new = False
-        return self.node
+        self.saved_as(node)
+        return node
+
+    def saved_as(self, node: object) -> None:
+        """The body is now the store's version ``node`` (committed here, or carried by a move
+        that wrote these bytes to another name)."""
+        self.dirty = self.wrote = self.new = False
+        self.node = node
 
     def reload(self, node: object) -> None:
         """Another handle committed this file: read the new body when next needed."""

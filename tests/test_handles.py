@@ -59,14 +59,30 @@ def test_writing_into_an_existing_file_reads_its_body_first(tree: HostTree, fold
     assert h.commit().version == 3 and tree.read(f"{folder}/n.md") == b"hello"
 
 
-def test_a_body_never_grows_past_the_cap(tree: HostTree, folder: str) -> None:
-    h = WriteHandle(tree, f"{folder}/big.md", new=True)
+def test_a_body_never_grows_past_the_cap_and_a_refused_body_is_never_saved(tree: HostTree, folder: str) -> None:
+    """A save whose bytes pass the cap is refused as they come, and what arrived before is not
+    saved either: half a file is not the file its writer meant (the note keeps its version)."""
+    tree.write(f"{folder}/big.md", b"the note as it was")
+    h = WriteHandle(tree, f"{folder}/big.md", data=b"")
+    h.truncate(0)
     h.append(b"x" * MAX_CONTENT_BYTES)
     with pytest.raises(errors.TooLarge, match="at most 262,144 bytes"):
         h.append(b"y")
     with pytest.raises(errors.TooLarge):
+        h.append(b"z")  # the writer carries on: still refused
+    with pytest.raises(errors.TooLarge):
+        h.commit()      # close reports it, once, and writes nothing
+    assert h.commit() is None
+    assert tree.read(f"{folder}/big.md") == b"the note as it was"
+    h = WriteHandle(tree, f"{folder}/new.md", new=True)
+    with pytest.raises(errors.TooLarge):
         h.truncate(MAX_CONTENT_BYTES + 1)
-    assert h.size == MAX_CONTENT_BYTES and h.commit().size == MAX_CONTENT_BYTES
+    with pytest.raises(errors.TooLarge):
+        h.commit()
+    assert [n.name for n in tree.list(folder)] == ["big.md"]
+    h = WriteHandle(tree, f"{folder}/exact.md", new=True)
+    h.append(b"x" * MAX_CONTENT_BYTES)
+    assert h.commit().size == MAX_CONTENT_BYTES
 
 
 def test_a_refused_commit_is_reported_once(tree: HostTree, folder: str) -> None:
