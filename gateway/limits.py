@@ -17,10 +17,11 @@ import io
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from cheroot.errors import MaxSizeExceeded
 
-from store.host import MAX_WRITE
+from store.storage import MAX_CONTENT_BYTES as MAX_WRITE, too_large
 
 HEADER_BYTES = 64 * 1024      # request line and headers together (cheroot's max_request_header_size)
 XML_BODY = 1024 * 1024        # a PROPPATCH of every property a file may hold (64 x 4 KB) fits many times
@@ -54,7 +55,7 @@ def body_cap(method: str, path: str) -> int:
 def _what(method: str, path: str) -> str:
     if path.startswith(DAV_PREFIX):
         if method == "PUT":
-            return "a note or script is at most 256 KB (262144 bytes) of UTF-8"
+            return f"a file holds at most {MAX_WRITE:,} bytes (256 KB) of UTF-8"
         if method in _XML_METHODS:
             return f"a {method} body is at most {XML_BODY} bytes of XML"
         return f"a {method} request carries at most {OTHER_BODY} bytes of body"
@@ -91,6 +92,9 @@ def guard(environ: dict[str, Any], path: str) -> Refusal | None:
     if chunked:
         return _decode_chunked(environ, method, path, cap)
     if length.isascii() and length.isdigit() and int(length) > cap:
+        if cap == MAX_WRITE and method == "PUT":  # a file: the store's own sentence for it
+            name = unquote(path.rstrip("/").rsplit("/", 1)[-1])
+            return Refusal("413 Content Too Large", f"{too_large(name, int(length))}. Nothing was read or stored")
         return Refusal("413 Content Too Large", f"the body is {int(length)} bytes; {_what(method, path)}. "
                                                 "Nothing was read or stored")
     return None

@@ -38,7 +38,6 @@ from store.layout import EPOCH, Folder, folder_of, split
 from store.paths import is_side_file
 from store.storage import MAX_CONTENT_BYTES, too_large
 
-MAX_WRITE = MAX_CONTENT_BYTES  # the name gateway/limits.py reads
 OCTETS = "application/octet-stream"
 
 NodeKind = Literal["root", "folder", "note", "task", "memory", "script", "history", "collection_json",

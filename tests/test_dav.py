@@ -116,7 +116,7 @@ def test_refusals_say_why_and_write_nothing(dav: Dav, db: Database) -> None:
     r = dav.put(f"{dav.g}/latin1.md", "caf\xe9".encode("latin-1"))
     assert r.status_code == 400 and "not UTF-8" in r.text
     r = dav.put(f"{dav.g}/big.md", b"x" * 262_145)
-    assert r.status_code == 413 and "262144 bytes" in r.text
+    assert r.status_code == 413 and "big.md is 262,145 bytes; a write holds at most 262,144 bytes" in r.text
     assert dav.put(f"{dav.g}/exact.md", b"x" * 262_144).status_code == 201
     r = dav.put(f"org/{dav.org}/guilds/notes.md", "x")
     assert r.status_code == 403 and "one folder per guild" in r.text
