@@ -79,8 +79,14 @@ class HandleTable:
         return next((h for h in self._open.values() if h.ino == ino and h.new and not h.orphaned), None)
 
     def dirty_writer(self, ino: int) -> OpenFile | None:
-        """The handle whose uncommitted body is the file's current content, if any."""
-        return next((h for h in self._open.values() if h.ino == ino and h.needs_commit), None)
+        """The handle whose uncommitted body is the file's current content, if any: the newest
+        (a file opened again starts from the bytes of the one before)."""
+        writers = self.dirty_writers(ino)
+        return writers[-1] if writers else None
+
+    def dirty_writers(self, ino: int) -> list[OpenFile]:
+        """The handles on ``ino`` holding bytes not committed yet, oldest first."""
+        return [h for h in self._open.values() if h.ino == ino and h.needs_commit]
 
     def created_in(self, folder: str) -> list[OpenFile]:
         """One handle per file created in ``folder`` through the mount and not committed yet (a
@@ -97,7 +103,7 @@ class HandleTable:
 
     def orphan(self, ino: int) -> None:
         for h in self.on_inode(ino):
-            h.orphaned = True
+            h.orphan()
 
     def all(self) -> list[OpenFile]:
         return list(self._open.values())

@@ -350,6 +350,11 @@ class HostOperations(pyfuse3.Operations):
             handle = self.handles.open(inode, path, writable=writing, node=source.node,
                                        data=b"" if truncating else bytes(source.data))
             handle.new, handle.dirty = source.new, truncating
+            if writing and source.released:
+                # A held temp file opened again for more (`>` then `>>`): this handle carries
+                # its bytes from now on, so the writes that follow are kept with them.
+                handle.dirty = True
+                self.handles.close(source.fh)
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
             hit = self._peek(path)
@@ -538,7 +543,8 @@ class HostOperations(pyfuse3.Operations):
         src_ino = self.inodes.known(src)
         async with self._lock(src_ino):
             held = self.handles.pending_new(src_ino) if src_ino is not None else None
-            if held is not None and self._held(held) and not flags & pyfuse3.RENAME_NOREPLACE:
+            if (held is not None and self._held(held) and not flags & pyfuse3.RENAME_NOREPLACE
+                    and held.refusal is None and self.handles.dirty_writers(src_ino) == [held]):  # type: ignore[arg-type]
                 # An editor's save: its temp file, never committed, renamed over the note. The
                 # store's move of a side file over a file is that file's next version; writing
                 # the temp file's bytes to the destination is the same version in one transaction.

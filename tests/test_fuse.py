@@ -316,6 +316,41 @@ def test_replace_sed_and_truncate_saves_are_one_version_each(mount: Mount) -> No
     assert sorted(os.listdir(mount.org)) == ["agents", "collections", "doc.md", "guilds"]
 
 
+def test_a_temp_file_written_twice_keeps_both_writes(mount: Mount) -> None:
+    """A temp file the mount holds in memory, closed and opened again for more (`>` then `>>`,
+    a program writing its temp file in two goes), holds both writes, and renaming it over a note
+    saves both. A temp file whose write passed the 256 KB cap is not renamed over the note."""
+    org = mount.boot["org_id"]
+    path = f"org/{org}/plan.md"
+    mount.tree.write(path, b"v1\n")
+    before = mount.versions(path)
+    tmp = mount.org / "plan.tmp"
+    with open(tmp, "wb") as f:
+        f.write(b"a\n")
+    with open(tmp, "ab") as f:
+        f.write(b"b\n")
+    assert tmp.read_bytes() == b"a\nb\n"
+    os.replace(tmp, mount.org / "plan.md")
+    assert (mount.org / "plan.md").read_bytes() == b"a\nb\n"
+    assert mount.tree.read(path) == b"a\nb\n" and mount.versions(path) - before == 1
+
+    big = mount.org / "big.tmp"
+    fd = os.open(big, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, b"x" * 1000)
+    rest = b"y" * 262_144
+    with pytest.raises(OSError) as refused:
+        while rest:  # the kernel takes a long write in pieces: the one past the cap is refused
+            rest = rest[os.write(fd, rest):]
+    assert refused.value.errno == errno.EFBIG
+    try:
+        os.close(fd)  # (a held temp file reports the refusal at its rename, not at close)
+    except OSError as exc:
+        assert exc.errno == errno.EFBIG
+    with pytest.raises(OSError):
+        os.replace(big, mount.org / "plan.md")
+    assert mount.tree.read(path) == b"a\nb\n" and mount.versions(path) - before == 1
+
+
 def test_temp_file_saves_and_temp_files_left_behind(mount: Mount) -> None:
     """An atomic save (mkstemp, write, fsync, close, rename over the note) is one version of the
     note; a temp file the program closes and never renames still reaches the user's scratch area
