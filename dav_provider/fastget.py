@@ -50,7 +50,8 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
     if principal is None:
         return None
     try:
-        # As WsgiDAVApp.__call__ does; on a copy, since WsgiDAV must find the environ untouched.
+        # As WsgiDAVApp.__call__ does, into a local: WsgiDAV normalises PATH_INFO itself if this
+        # path hands the request on (what is set in environ below is what WsgiDAV would set).
         path = util.normalize_path(util.re_encode_wsgi(environ["PATH_INFO"]))
         headers.check_path(environ)
     except (DAVError, UnicodeError, ValueError):

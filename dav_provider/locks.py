@@ -5,8 +5,9 @@ other. A listing asks for the locks of every member; the live leases are read on
 (there are few) and kept in a per-thread cache that the DAV app resets at each request start and
 that every change here empties. While the process's watch (store/login_watch.py) says nothing
 happened to any lock since a read found none at all, that read is not repeated: most writes
-happen with no lock anywhere, and each saves a round trip; a lock taken through any process
-announces itself (sql/060) before its LOCK is answered."""
+happen with no lock anywhere, and each saves a round trip. A lock taken through another process
+reaches this one by notification (sql/060) within milliseconds of its commit; a write in that
+window is not checked against it, as a write racing the LOCK request itself would not be."""
 from __future__ import annotations
 
 import threading

@@ -92,7 +92,7 @@ def guard(environ: dict[str, Any], path: str) -> Refusal | None:
     if chunked:
         return _decode_chunked(environ, method, path, cap)
     if length.isascii() and length.isdigit() and int(length) > cap:
-        if cap == MAX_WRITE and method == "PUT":  # a file: the store's own sentence for it
+        if method == "PUT" and path.startswith(DAV_PREFIX):  # a file: the store's own sentence for it
             name = unquote(path.rstrip("/").rsplit("/", 1)[-1])
             return Refusal("413 Content Too Large", f"{too_large(name, int(length))}. Nothing was read or stored")
         return Refusal("413 Content Too Large", f"the body is {int(length)} bytes; {_what(method, path)}. "
@@ -107,20 +107,20 @@ def _decode_chunked(environ: dict[str, Any], method: str, path: str, cap: int) -
     stream = environ["wsgi.input"]
     if hasattr(stream, "maxlen"):
         stream.maxlen = cap + HEADER_BYTES
-    too_large = False
+    over = False
     try:
         data = stream.read(cap + 1)
-        too_large = len(data) > cap
+        over = len(data) > cap
     except ValueError:
         return Refusal("400 Bad Request", "the chunked body is malformed: each chunk starts with its size "
                                           "in hexadecimal and a CRLF; send valid chunked encoding or a Content-Length")
     except MaxSizeExceeded:
-        too_large = True
+        over = True
     except OSError as exc:
         if "Too Large" not in str(exc):  # ChunkedRFile's own refusal is an IOError with this text
             raise
-        too_large = True
-    if too_large:
+        over = True
+    if over:
         return Refusal("413 Content Too Large", f"the chunked body is over {cap} bytes; {_what(method, path)}. "
                                                 "Nothing was stored")
     environ["wsgi.input"] = io.BytesIO(data)
