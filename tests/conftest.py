@@ -122,6 +122,16 @@ def insert_notes(db: Database, org_id: int, level: str, owner_id: int | None, co
                       keys, [note_path(org_id, level, owner_id, k) for k in keys], contents))  # type: ignore[arg-type]
 
 
+@contextmanager
+def owner_count_held(db: Database, org: int, level: str, owner: int) -> Iterator[None]:
+    """Hold an owner's counter row (FOR UPDATE) for the block: every create or move into or out
+    of that owner queues behind it, so a race test can line its writers up before they run."""
+    with db.transaction() as holder:
+        holder.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = %s AND owner_id = %s"
+                       " FOR UPDATE", (org, level, owner))
+        yield
+
+
 def wait_for_lock_waiters(conninfo: str, n: int, timeout: float = 10.0) -> None:
     """Return once ``n`` backends of this test's database wait on a lock (a row lock, an advisory
     lock): a race test's writers are then inside their transactions, queued behind the one the test

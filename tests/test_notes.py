@@ -10,7 +10,7 @@ from api.errors import status_of
 from store import admin, notes, storage, tools
 from store.access import SYSTEM, Principal
 from store.errors import StoreError
-from tests.conftest import insert_notes, wait_for_lock_waiters
+from tests.conftest import insert_notes, owner_count_held, wait_for_lock_waiters
 
 
 @pytest.fixture(params=["python", "http"])
@@ -320,9 +320,7 @@ def test_two_concurrent_creators_of_one_note_get_versions_one_and_two(db, boot) 
     threads = [threading.Thread(target=writer, args=(t,)) for t in ("A", "B")]
     # Hold the counter row so that both creators have found no note and queue to create it: the
     # one that loses the create must become the note's update, not an error or a second note.
-    with db.transaction() as holder:
-        holder.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = 'agent' AND owner_id = %s"
-                       " FOR UPDATE", (org, agent))
+    with owner_count_held(db, org, "agent", agent):
         for t in threads:
             t.start()
         gate.wait()

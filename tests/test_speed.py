@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from tests.conftest import insert_notes, wait_for_lock_waiters
+from tests.conftest import insert_notes, owner_count_held, wait_for_lock_waiters
 from store import admin, notes, provenance, storage
 from store.families import NOTES
 from store.layout import folder_of
@@ -213,9 +213,7 @@ def test_moves_between_two_owners_in_opposite_directions_at_once_both_succeed(db
                threading.Thread(target=move, args=((org, "agent", agent, "to-guild.md"),
                                                    (org, "guild", guild, "to-guild.md")))]
     # Hold the agent's counter row so that both moves are inside their transactions at once.
-    with db.transaction() as holder:
-        holder.execute("SELECT live FROM owner_counts WHERE org_id = %s AND level = 'agent' AND owner_id = %s"
-                       " FOR UPDATE", (org, agent))
+    with owner_count_held(db, org, "agent", agent):
         for t in threads:
             t.start()
         gate.wait()
