@@ -13,7 +13,7 @@ from wsgidav.mw.cors import Cors
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
-from dav_provider import fastget
+from dav_provider import fastget, fastput
 from dav_provider.auth import StoreDomainController
 from dav_provider.errors import internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
@@ -44,10 +44,10 @@ class CompleteAnswers:
             yield from returned
 
 
-class FastReads:
-    """The DAV application: a plain GET or HEAD of a file is answered by dav_provider.fastget
-    without WsgiDAV's middleware stack; everything else goes to WsgiDAV. ``enabled`` exists so
-    tests can compare both answers to the same request."""
+class FastPaths:
+    """The DAV application: a plain GET or HEAD of a file is answered by dav_provider.fastget,
+    a plain PUT by dav_provider.fastput, without WsgiDAV's middleware stack; everything else goes
+    to WsgiDAV. ``enabled`` exists so tests can compare both answers to the same request."""
 
     enabled = True
 
@@ -62,7 +62,8 @@ class FastReads:
         # anything (WsgiDAV's dir browser resolves the path before the provider's handler runs).
         reset_request_cache()
         if self.enabled:
-            fast = fastget.answer(self.provider, self.door, environ, start_response)
+            fast = (fastput if environ.get("REQUEST_METHOD") == "PUT" else fastget).answer(
+                self.provider, self.door, environ, start_response)
             if fast is not None:
                 return fast
         return self.app(environ, start_response)
@@ -91,7 +92,7 @@ class PlainErrors(BaseMiddleware):
             raise internal_error(exc) from None
 
 
-def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> FastReads:
+def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> FastPaths:
     host_provider = HostDAVProvider(db, cache=cache)
     config: dict[str, Any] = {
         "mount_path": MOUNT_PATH,
@@ -118,4 +119,4 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
     app.lock_manager = manager
     for provider in app.provider_map.values():
         provider.set_lock_manager(manager)
-    return FastReads(CompleteAnswers(app), host_provider, door)
+    return FastPaths(CompleteAnswers(app), host_provider, door)

@@ -43,21 +43,9 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
         return None
     if environ.get("HTTP_DEPTH", "0") != "0":
         return None
-    login = _basic(environ.get("HTTP_AUTHORIZATION", ""))
-    if login is None:
+    path = admit(provider, door, environ)
+    if path is None:
         return None
-    principal = door.remembered_basic(*login, client=environ.get("REMOTE_ADDR"))
-    if principal is None:
-        return None
-    try:
-        # As WsgiDAVApp.__call__ does, into a local: WsgiDAV normalises PATH_INFO itself if this
-        # path hands the request on (what is set in environ below is what WsgiDAV would set).
-        path = util.normalize_path(util.re_encode_wsgi(environ["PATH_INFO"]))
-        headers.check_path(environ)
-    except (DAVError, UnicodeError, ValueError):
-        return None
-    environ[PRINCIPAL_KEY] = principal
-    environ["wsgidav.provider"] = provider  # resources find their provider here (WsgiDAV sets it too)
     try:
         res = provider.get_resource_inst(path, environ)
     except Exception:  # a store error: WsgiDAV's path answers it with its sentence
@@ -90,6 +78,28 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
                 ("Accept-Ranges", "bytes")]
     start_response("200 OK", response)
     return [content]
+
+
+def admit(provider: Any, door: Door, environ: dict[str, Any]) -> str | None:
+    """The request's DAV path when a fast path may answer it (a Basic login the door already
+    verified and nothing has ended since, a path WsgiDAV would accept), with what WsgiDAV would
+    have set in ``environ`` for the provider; None to leave the request to WsgiDAV."""
+    login = _basic(environ.get("HTTP_AUTHORIZATION", ""))
+    if login is None:
+        return None
+    principal = door.remembered_basic(*login, client=environ.get("REMOTE_ADDR"))
+    if principal is None:
+        return None
+    try:
+        # As WsgiDAVApp.__call__ does, into a local: WsgiDAV normalises PATH_INFO itself if this
+        # path hands the request on (what is set in environ below is what WsgiDAV would set).
+        path = util.normalize_path(util.re_encode_wsgi(environ["PATH_INFO"]))
+        headers.check_path(environ)
+    except (DAVError, UnicodeError, ValueError):
+        return None
+    environ[PRINCIPAL_KEY] = principal
+    environ["wsgidav.provider"] = provider  # resources find their provider here (WsgiDAV sets it too)
+    return path
 
 
 def _basic(header: str) -> tuple[str, str] | None:

@@ -168,6 +168,18 @@ class PgLockStorage:
         return out
 
 
+    def locked_at_or_above(self, path: str) -> bool:
+        """Whether a live lock is rooted at ``path`` or at a folder above it: a write there must
+        pass WsgiDAV's lock checks (a lock-null name, a locked file, a locked folder's members).
+        No query while the watch says no lock exists anywhere."""
+        target = tree_path(normalize_lock_root(path))
+        for lock in self.get_lock_list("/", include_root=True, include_children=True, token_only=False):
+            root = tree_path(lock["root"])
+            if root == "" or root == target or target.startswith(root + "/"):
+                return True
+        return False
+
+
 class HostLockManager(LockManager):
     """WsgiDAV's LockManager, granting locks one at a time across gateway processes, with RFC
     4918's rule for shared locks.

@@ -79,6 +79,10 @@ class HostDAVProvider(DAVProvider):
         environ.setdefault(NODES, {})[path.rstrip("/") or "/"] = node
         return resource_for(path, environ, node)
 
+    def locked_at_or_above(self, path: str) -> bool:
+        """Whether a WebDAV lock covers ``path`` (dav_provider.fastput leaves those to WsgiDAV)."""
+        return self.lock_manager is None or self.lock_manager.storage.locked_at_or_above(path)
+
     def _lock_null(self, path: str, environ: dict[str, Any]) -> FileResource | None:
         """A name locked before its first write (Finder: LOCK, then PUT) stays virtual until the
         body arrives, so an abandoned upload leaves no empty note; WsgiDAV still needs a resource

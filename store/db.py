@@ -258,6 +258,30 @@ class Database:
                 raise unstorable(exc) from exc
 
     @contextmanager
+    def single_write(self) -> Iterator[Conn]:
+        """An autocommit connection for reads followed by ONE write statement, which is then its
+        own transaction (a statement that carries its provenance row and event, as
+        store.storage.save_artifact's does). BEGIN and COMMIT would be two of a save's four round
+        trips. Errors come out as in transaction(). What the write announced (after_commit) runs
+        when the block ends, error or not: in autocommit a statement that returned is committed.
+        A block that must write twice as one opens ``conn.transaction()`` inside; if that rolls
+        back, its announcements still run, which costs a subscriber a needless re-read, no more."""
+        pending: list[Callable[[], None]] = []
+        token = _after_commit.set(pending)
+        try:
+            with self._borrow() as conn:
+                try:
+                    yield conn
+                except psycopg.errors.IntegrityError as exc:
+                    raise translate_integrity_error(exc) from exc
+                except (psycopg.DataError, UnicodeEncodeError) as exc:
+                    raise unstorable(exc) from exc
+        finally:
+            _after_commit.reset(token)
+            for fn in pending:
+                fn()
+
+    @contextmanager
     def transaction(self) -> Iterator[Conn]:
         """One transaction; commits on exit, rolls back on any error. Integrity errors on the
         store's constraints come out as store errors; a lost connection (even during COMMIT)

@@ -200,6 +200,13 @@ class HostTree:
         The condition is checked against the version read here, and the write then passes that
         version down (``if_version``), so the family's locked UPDATE applies it only if the row is
         still at that version: two writers sending the same If-Match cannot both succeed."""
+        return self.put(path, data, if_match=if_match, if_none_match=if_none_match,
+                        if_unmodified_since=if_unmodified_since)[0]
+
+    def put(self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False,
+            if_unmodified_since: datetime | None = None) -> tuple[Node, bool]:
+        """write(), and whether the file was there to this user before it (WebDAV's 204, where
+        a new file is 201): a name hidden by a rename-away save was not."""
         self._forget_recent()
         parts = split(path)
         if not parts:
@@ -209,30 +216,38 @@ class HostTree:
         if _side(parts):
             with self.db.transaction() as conn:
                 self._require_folder(conn, folder)
-                cond.check(self._side_current(conn, "/".join(parts)))
+                side = self._side_current(conn, "/".join(parts))
+                cond.check(side)
                 row = scratch.write(conn, self._uid, "/".join(parts), data)
-            return self._side_node(row)
+            return self._side_node(row), side is not None
         family = family_for(folder, name, for_write=True)
         text = _text(data, name)
         tree_path = "/".join(parts)
-        with self.db.transaction() as conn:
+        # The reads below decide nothing the write statement does not check again under its
+        # locks (the version, a create race, the owner's cap), so a family whose write is one
+        # statement needs no transaction around them (two round trips fewer).
+        with self.db.single_write() if family.single_statement_write else self.db.transaction() as conn:
             current = self._family_node(conn, folder, name, family)
-            if current is None:
-                self._require_folder(conn, folder)  # (a file there is proof enough of its folder)
+            moved_away = None
+            if current is None:  # (a file there is proof enough of its folder)
+                moved_away = self._new_name(conn, folder, tree_path)
             cond.check(current)
             if_version = cond.version_for(current)
-            moved_away = scratch.hiding(conn, self._uid, tree_path) if current is None else None
             if moved_away is not None:
                 # The create that follows a rename-away save: the file's next version, so it
                 # keeps its identity, history and embeds. A condition (If-None-Match: *, the
-                # client's "it is gone") holds only if nobody changed the file meanwhile.
+                # client's "it is gone") holds only if nobody changed the file meanwhile. The
+                # write and the end of the hiding are two writes that must be one (inside
+                # transaction() already, this is a savepoint).
                 if_version = moved_away if cond.conditional else None
-            written = family.write(conn, folder, name, text, self.actor, if_version=if_version)
-            if moved_away is not None:
-                self._unhide(conn, tree_path)
-            if written is not None:
-                return _file_node(folder, name, family, written)
-            return self._family_node(conn, folder, name, family)  # type: ignore[return-value]
+                with conn.transaction():
+                    written = family.write(conn, folder, name, text, self.actor, if_version=if_version)
+                    self._unhide(conn, tree_path)
+            else:
+                written = family.write(conn, folder, name, text, self.actor, if_version=if_version)
+            node = (_file_node(folder, name, family, written) if written is not None
+                    else self._family_node(conn, folder, name, family))
+            return node, current is not None  # type: ignore[return-value]
 
     def check_write(self, path: str) -> None:
         """Refuse now, with the sentence write() would give, a name that cannot be written (a
@@ -381,6 +396,19 @@ class HostTree:
         self._check_org(folder)
         if layout.created_at(conn, folder) is None:
             raise NotFound(f"unknown folder /{folder.path}")
+
+    def _new_name(self, conn: Conn, folder: Folder, path: str) -> int | None:
+        """Before a file is created: NotFound unless ``folder`` exists (and is this user's), and
+        the version a rename-away save hid ``path`` at, or None. One query for both."""
+        self._check_org(folder)
+        exists = layout.exists_query(folder)
+        if exists is None:
+            return scratch.hiding(conn, self._uid, path)
+        row = conn.execute(f"SELECT ({exists[0]}) AS created_at, ({scratch.HIDING_SQL}) AS hiding",
+                           (*exists[1], self._uid, path)).fetchone()
+        if row["created_at"] is None:
+            raise NotFound(f"unknown folder /{folder.path}")
+        return row["hiding"]
 
     def _forget_recent(self) -> None:
         # A write through this tree makes any content kept by an earlier stat() stale.

@@ -155,11 +155,18 @@ SHAPES: dict[FolderKind, Shape] = {
 
 def created_at(conn: Conn, folder: Folder) -> datetime | None:
     """When the folder was made, or None when it does not exist. At most one query."""
-    shape = SHAPES[folder.kind]
-    if shape.exists is None:
+    query = exists_query(folder)
+    if query is None:
         return EPOCH
-    row = conn.execute(shape.exists, shape.params(folder)).fetchone()
+    row = conn.execute(*query).fetchone()
     return None if row is None else row["created_at"]
+
+
+def exists_query(folder: Folder) -> tuple[str, tuple] | None:
+    """created_at()'s query and parameters (one column, created_at; no row: no such folder), for
+    a caller that asks it together with other questions; None for a folder that always exists."""
+    shape = SHAPES[folder.kind]
+    return None if shape.exists is None else (shape.exists, shape.params(folder))
 
 
 def subfolders(conn: Conn, folder: Folder, principal: Principal, created: datetime) -> list[dict]:

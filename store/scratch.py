@@ -57,10 +57,14 @@ def hide(conn: Conn, user_id: int, side_path: str, origin: str, version: int) ->
                  " WHERE user_id = %s AND path = %s", (origin, version, user_id, side_path))
 
 
+HIDING_SQL = ("SELECT origin_version FROM scratch_files WHERE user_id = %s AND origin = %s"
+              " AND hides_until > now() ORDER BY updated_at DESC LIMIT 1")
+"""hiding()'s query (params: user id, path), for a caller that asks it with other questions."""
+
+
 def hiding(conn: Conn, user_id: int, origin: str) -> int | None:
     """The version ``origin`` had when it was moved away, while it is hidden from this user."""
-    row = conn.execute("SELECT origin_version FROM scratch_files WHERE user_id = %s AND origin = %s"
-                       " AND hides_until > now() ORDER BY updated_at DESC LIMIT 1", (user_id, origin)).fetchone()
+    row = conn.execute(HIDING_SQL, (user_id, origin)).fetchone()
     return None if row is None else int(row["origin_version"])
 
 

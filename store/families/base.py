@@ -39,6 +39,9 @@ class Family:
     group: ClassVar[str] = ""
     # The one file of its folder this family is (task.md), or None: every other name.
     fixed_name: ClassVar[str | None] = None
+    # write() is one statement that carries its provenance row and event (store.storage's
+    # save_artifact), so it needs no transaction around it (Database.single_write).
+    single_statement_write: ClassVar[bool] = False
     # The errors its operations raise besides NotFound (documentation, and what front ends map).
     raises: ClassVar[tuple[type[StoreError], ...]] = (ReadOnly,)
 

@@ -21,6 +21,7 @@ class Notes(Family):
     kind = "note"
     content_type = MARKDOWN
     writable = deletable = cacheable = prefetch = True
+    single_statement_write = True  # store.storage.save_artifact
     group = "md"
     raises = (Invalid, TooLarge, LimitReached, PreconditionFailed, AlreadyExists, Embedded, Forbidden)
 

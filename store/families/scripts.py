@@ -15,6 +15,7 @@ class Scripts(Family):
     kind = "script"
     content_type = PYTHON
     writable = deletable = cacheable = prefetch = True
+    single_statement_write = True  # store.storage.save_artifact
     group = "py"
     raises = (Invalid, TooLarge, LimitReached, PreconditionFailed, AlreadyExists)
 
