@@ -118,9 +118,11 @@ def _stale(path: str, current: int, expected: int | None) -> PreconditionFailed:
                               "it was read; read it again and reapply the change")
 
 
-def list_history(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
-    """The archived memory versions, newest first."""
-    _agent_org_check(conn, org_id, agent_id)
+def list_history(conn: Conn, org_id: int, agent_id: int, *, agent_checked: bool = False) -> list[dict]:
+    """The archived memory versions, newest first. ``agent_checked``: the caller already knows the
+    agent is the organisation's (the Host tree checked the folder), so that query is not repeated."""
+    if not agent_checked:
+        _agent_org_check(conn, org_id, agent_id)
     rows = conn.execute("SELECT id, version, source, saved_at, saved_by, octet_length(content) AS size"
                         " FROM memory_revisions WHERE agent_id = %s ORDER BY id DESC", (agent_id,)).fetchall()
     for r in rows:

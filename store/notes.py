@@ -43,9 +43,10 @@ from store.agents import Agent, AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound
 from store.paths import LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path, parse
-from store.storage import (NOTE_COLUMNS, OWNER_CAP, _owner_key, _retire, _update_sql, check_content,
-                           owner_columns, owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
+from store.storage import (NOTE_COLUMNS, OWNER_CAP, check_content, owner_columns, owner_key, retire,
+                           owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
 from store.tools import Arg, tool
+
 
 class NoteRef(NamedTuple):
     """One note's place: (org_id, level, owner_id, key); a plain 4-tuple works where one is asked."""
@@ -63,9 +64,6 @@ def level_problem(level: object) -> str | None:
     if level in LEVELS:
         return None
     return f"level {level!r} is not one of agent, guild, org"
-
-
-_UPDATE_NOTE = _update_sql("note")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +112,7 @@ def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: s
     check_content(content)
     row, _ = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
                                  display_path=path, content=content, actor=actor, if_version=if_version,
-                                 create_only=create_only, update_sql=_UPDATE_NOTE)
+                                 create_only=create_only)
     return row
 
 
@@ -180,12 +178,12 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
             """SELECT level, owner_id, live FROM owner_counts
                 WHERE org_id = %s AND (level, owner_id) IN ((%s, %s), (%s, %s))
                 ORDER BY level, owner_id FOR UPDATE""",
-            (d_org, s_level, _owner_key(s_level, s_owner), d_level, _owner_key(d_level, d_owner))).fetchall()
+            (d_org, s_level, owner_key(s_level, s_owner), d_level, owner_key(d_level, d_owner))).fetchall()
         live = {(r["level"], r["owner_id"]): r["live"] for r in counted}
     if replaced is not None:
-        _retire(conn, replaced["id"], actor)  # the move takes its place
+        retire(conn, replaced["id"], actor)  # the move takes its place
     if changes_owner:
-        n = live.get((d_level, _owner_key(d_level, d_owner)), 0) - (1 if replaced is not None else 0)
+        n = live.get((d_level, owner_key(d_level, d_owner)), 0) - (1 if replaced is not None else 0)
         if n >= OWNER_CAP:
             raise LimitReached(f"cannot move {s_path} to {d_path}: the destination already holds {n:,} live "
                                f"files, the limit is {OWNER_CAP:,} per owner; delete files there first")

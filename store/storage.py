@@ -91,7 +91,7 @@ def owner_where(level: str) -> str:
             "org": "level = 'org' AND guild_id IS NULL AND agent_id IS NULL"}[level]
 
 
-def _owner_key(level: str, owner_id: int | None) -> int:
+def owner_key(level: str, owner_id: int | None) -> int:
     """The owner's id in owner_counts: the guild or agent id, 0 for the organisation."""
     return 0 if level == "org" else int(owner_id or 0)
 
@@ -134,7 +134,7 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
     row = conn.execute(
         _INSERT_UNDER_CAP.format(columns=columns),
         {"org_id": org_id, "kind": kind, "level": level, "guild_id": guild_id, "agent_id": agent_id,
-         "owner": _owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
+         "owner": owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
          "json": content_json, "by": actor.name, "cap": OWNER_CAP}).fetchone()
     if row["id"] is None and row["owner_count"] >= OWNER_CAP:
         raise _limit_reached(display_path, row["owner_count"])
@@ -145,7 +145,7 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
 
 
 @functools.lru_cache(maxsize=None)
-def _update_sql(kind: str, set_extra: str = "") -> str:
+def _update_sql(kind: str) -> str:
     """Update the live ``kind`` row at the path, or, when there is none, create it under the
     owner's cap: one statement (one round trip) for a create as for an update. The owner's counter
     row is locked only when there is nothing to update, so writes to existing files of one folder
@@ -159,7 +159,7 @@ def _update_sql(kind: str, set_extra: str = "") -> str:
                       FOR UPDATE),
              upd AS (UPDATE artifacts a
                         SET content = %(content)s, version = a.version + 1,
-                            updated_at = clock_timestamp(), updated_by = %(by)s {set_extra}
+                            updated_at = clock_timestamp(), updated_by = %(by)s
                        FROM cur
                       WHERE a.id = cur.id AND %(may_update)s
                         AND (%(if_version)s::int IS NULL OR cur.version = %(if_version)s::int)
@@ -185,11 +185,9 @@ def _update_sql(kind: str, set_extra: str = "") -> str:
           FROM (VALUES (1)) AS v LEFT JOIN w ON true"""
 
 
-
-
 def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
                   display_path: str, content: str, actor: Actor, if_version: int | None = None,
-                  create_only: bool = False, update_sql: str | None = None) -> tuple[dict, bool]:
+                  create_only: bool = False) -> tuple[dict, bool]:
     """Create or update one artifact with its provenance row and event: (row, created).
     Concurrent writers of one path each get their own version (the row lock orders them); a
     create that loses a race becomes an update.
@@ -198,11 +196,11 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     one wins and the other gets PreconditionFailed. ``if_version=0`` means "it does not exist
     yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
     Each attempt is one statement (_update_sql); a second runs only after losing a create race."""
-    sql = update_sql or _update_sql(kind)
+    sql = _update_sql(kind)
     guild_id, agent_id = owner_columns(level, owner_id)
     params = {"path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
-              "owner": _owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
+              "owner": owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
               "cap": OWNER_CAP, **actor_params(actor)}
     for _ in range(2):
         row = conn.execute(sql, params).fetchone()
@@ -243,7 +241,7 @@ def soft_delete_artifact(conn: Conn, *, org_id: int, path: str, kind: str, actor
     return row["version"]
 
 
-def _retire(conn: Conn, row_id: int, actor: Actor) -> None:
+def retire(conn: Conn, row_id: int, actor: Actor) -> None:
     """Soft-delete a replaced artifact (no-op when the caller already did)."""
     conn.execute("UPDATE artifacts SET deleted_at = clock_timestamp(), updated_by = %s"
                  " WHERE id = %s AND deleted_at IS NULL", (actor.name, row_id))
@@ -257,7 +255,7 @@ def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: st
     caller has decided to replace; ``level`` and the owner ids move a note between levels.
     Provenance: 'move' on the old path, 'create' or 'update' on the new one."""
     if replaced_id is not None:
-        _retire(conn, replaced_id, actor)
+        retire(conn, replaced_id, actor)
     row = conn.execute(
         f"""UPDATE artifacts SET key = %s, display_path = %s, level = coalesce(%s, level),
                    guild_id = CASE WHEN %s::text IS NULL THEN guild_id ELSE %s END,

@@ -50,7 +50,8 @@ class Family:
         return None
 
     def list(self, conn: Conn, folder: Folder) -> list[dict]:
-        """The family's files in ``folder``, without content. One query."""
+        """The family's files in ``folder``, without content. One query; the tree has already
+        found the folder (it exists, and it is this user's organisation's)."""
         raise NotImplementedError
 
     def read(self, conn: Conn, folder: Folder, name: str, *, hidden_for: int | None = None) -> dict | None:

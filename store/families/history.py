@@ -21,7 +21,9 @@ class History(Family):
     group = "md"
 
     def list(self, conn: Conn, folder: Folder) -> list[dict]:
-        return [_file(r) for r in memory.list_history(conn, folder.org_id or 0, folder.owner_id or 0)]
+        # Family.list runs after the tree found the folder (HostTree._children): the agent is known.
+        return [_file(r) for r in memory.list_history(conn, folder.org_id or 0, folder.owner_id or 0,
+                                                      agent_checked=True)]
 
     def read(self, conn: Conn, folder: Folder, name: str, *, hidden_for: int | None = None) -> dict | None:
         try:
