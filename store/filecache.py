@@ -31,6 +31,7 @@ from typing import Any
 import psycopg
 
 from store.events import ChangeListener, Event, subscribe_local, tree_paths
+from store.layout import folder_of, split
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,14 @@ class FileCache:
             self._generation += 1
             self._drop(path)
 
+    def invalidate_below(self, folder: str) -> None:
+        """Forget ``folder`` and everything kept under it."""
+        prefix = folder.rstrip("/") + "/"
+        with self._lock:
+            self._generation += 1
+            for path in [p for p in self._entries if p.startswith(prefix) or p == folder]:
+                self._drop(path)
+
     def clear(self) -> None:
         with self._lock:
             self._generation += 1
@@ -169,4 +178,7 @@ class FileCache:
 
     def _invalidate_event(self, event: Event) -> None:
         for path in tree_paths(event):
-            self.invalidate(path)
+            if event.get("operation") == "delete" and folder_of(split(path)) is not None:
+                self.invalidate_below(path)  # a deleted guild or agent (sql/070): its files went with it
+            else:
+                self.invalidate(path)

@@ -139,3 +139,23 @@ def test_the_notify_copy_of_this_process_own_write_does_not_evict_what_was_read_
         assert cache.get(f"{folder}/kept.md")[1] == b"kept"
     finally:
         cache.stop()
+
+
+def test_a_deleted_guild_takes_its_notes_out_of_the_cache(server, boot, operator, db) -> None:
+    """The platform deletes a guild in the database (its notes go by cascade, without events of
+    their own): the folder's delete event (sql/070) drops every note kept below it, so a note of
+    the gone guild is 404 within a second, not served from memory until it ages out."""
+    from store import admin
+    assert server.gateway.cache.wait_live()
+    guild = admin.create_guild(db, org_id=boot["org_id"], name="short-lived")["id"]
+    url = f"{server.url}/dav/org/{boot['org_id']}/guilds/{guild}/kept.md"
+    assert operator.put(url, data=b"kept").status_code == 201
+    assert operator.get(url).text == "kept"
+    assert server.gateway.cache.get(f"org/{boot['org_id']}/guilds/{guild}/kept.md") is not None
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM guilds WHERE id = %s", (guild,))
+    deadline = time.monotonic() + 1.0
+    while server.gateway.cache.get(f"org/{boot['org_id']}/guilds/{guild}/kept.md") is not None:
+        assert time.monotonic() < deadline, "the deleted guild's note stayed in the cache"
+        time.sleep(0.02)
+    assert operator.get(url).status_code == 404
