@@ -24,8 +24,9 @@ and with allprop. Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private Po
 
 Whether concurrent GETs scale with `serve --workers`: 6 000 GETs over 16 parallel keep-alive
 connections made by curl (a C client: the Python client of the figures above needs a core of its
-own on a 2-core machine, and then measures itself), against `--workers 1` and `--workers 2` in
-turn, each run; prints requests per second and each worker's CPU seconds.
+own on a 2-core machine, and then measures itself), against `--workers 1`, `--workers 2`, the
+reference (and `--peer rclone`) in turn, each run; prints requests per second, each process's CPU
+seconds, and the cost ratio of each target to the reference.
 """
 from __future__ import annotations
 
@@ -285,7 +286,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def scaling(conninfo: str, runs: int, notes: int = 500, gets: int = 6000) -> None:
+def scaling(conninfo: str, runs: int, peer: str | None = None, notes: int = 500, gets: int = 6000) -> None:
     from store import admin
     from store.db import Database
 
@@ -301,8 +302,13 @@ def scaling(conninfo: str, runs: int, notes: int = 500, gets: int = 6000) -> Non
                      (boot["org_id"], boot["guild_id"], folder + "/", list(range(1, notes + 1)),
                       [note(i) for i in range(1, notes + 1)]))
     db.close()
+    root = Path(tempfile.mkdtemp(prefix="hostfinder-bench-files-"))
+    (root / folder).mkdir(parents=True)
+    for i in range(1, notes + 1):
+        (root / folder / f"n{i}.md").write_text(note(i))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    servers: dict[int, tuple[subprocess.Popen, str]] = {}
+    servers: dict[str, tuple[subprocess.Popen, str]] = {}
+    rates: dict[str, list[float]] = {}
     with tempfile.NamedTemporaryFile("w", suffix=".curl") as cfg:
         try:
             for workers in (1, 2):
@@ -310,11 +316,23 @@ def scaling(conninfo: str, runs: int, notes: int = 500, gets: int = 6000) -> Non
                 proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo,
                                          "--no-demo", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
                                         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                servers[workers] = (proc, f"http://127.0.0.1:{port}/dav/{folder}")
-                _wait_up(servers[workers][1] + "/", proc)
+                servers[f"--workers {workers}"] = (proc, f"http://127.0.0.1:{port}/dav/{folder}")
+            port = free_port()
+            proc = subprocess.Popen([sys.executable, "-c", f"from bench.dav import serve_files; "
+                                     f"serve_files({str(root)!r}, {port})"], cwd=REPO, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            servers["files"] = (proc, f"http://127.0.0.1:{port}/{folder}")
+            if peer == "rclone":
+                port = free_port()
+                proc = subprocess.Popen(["rclone", "serve", "webdav", str(root), "--addr", f"127.0.0.1:{port}",
+                                         "--user", USER, "--pass", PASSWORD], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+                servers["rclone"] = (proc, f"http://127.0.0.1:{port}/{folder}")
+            for proc, base in servers.values():
+                _wait_up(base + "/", proc)
             time.sleep(1.0)  # every worker up
             for r in range(runs):
-                for workers, (proc, base) in servers.items():
+                for label, (proc, base) in servers.items():
                     cfg.seek(0)
                     cfg.truncate()
                     cfg.writelines(f'url = "{base}/n{1 + (i * 7) % notes}.md"\noutput = "/dev/null"\n'
@@ -328,14 +346,23 @@ def scaling(conninfo: str, runs: int, notes: int = 500, gets: int = 6000) -> Non
                                           f"{USER}:{PASSWORD}", "-w", "%{http_code}\n", "-K", cfg.name],
                                          capture_output=True, text=True)
                     took = time.perf_counter() - started
-                    assert out.stdout.split().count("200") == gets, out.stderr[:300]
+                    assert out.stdout.split().count("200") == gets, (label, out.stderr[:300])
                     cpu = " ".join(f"{_cpu_seconds(p) - before[p]:.2f}" for p in pids)
-                    print(f"run {r + 1}, --workers {workers}: {gets / took:6.0f} GETs/s "
-                          f"({gets:,} over {CLIENTS} connections in {took:.2f} s); CPU s per worker: {cpu}")
+                    rates.setdefault(label, []).append(gets / took)
+                    print(f"run {r + 1}, {label:12}: {gets / took:6.0f} GETs/s "
+                          f"({gets:,} over {CLIENTS} connections in {took:.2f} s); CPU s per process: {cpu}")
         finally:
             for proc, _ in servers.values():
                 proc.terminate()
                 proc.wait(30)
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"\nGET, {CLIENTS} concurrent connections by curl: cost ratio to files (files' rate / the target's, "
+          "per run; below 1.0 = faster than the reference)")
+    for label in rates:
+        if label != "files":
+            ratios = [f / t for f, t in zip(rates["files"], rates[label])]
+            print(f"  {('Host Finder ' + label) if label.startswith('--') else label:26} "
+                  f"{' '.join(f'{x:.2f}' for x in ratios)}")
 
 
 def main() -> None:
@@ -345,7 +372,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--peer", choices=["rclone"], help="add `rclone serve webdav` over the same files")
     parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
-    parser.add_argument("--scaling", action="store_true", help="concurrent GETs with --workers 1 and 2, by curl")
+    parser.add_argument("--scaling", action="store_true", help="concurrent GETs by curl: --workers 1 and 2, the reference (and --peer)")
     args = parser.parse_args()
     if args.peer == "rclone" and shutil.which("rclone") is None:
         raise SystemExit("--peer rclone: rclone is not installed")
@@ -353,7 +380,7 @@ def main() -> None:
     from bench.harness import bench_database
     with bench_database("hf_bench_dav") as url:
         if args.scaling:
-            scaling(url, args.runs)
+            scaling(url, args.runs, args.peer)
             return
         run(url, args.notes, args.creates, args.runs, args.peer, args.workers)
 

@@ -8,8 +8,8 @@ message and at every (re)connection (``leases()`` is the same for the WebDAV loc
 long as the generation is still g (store.access.Door). Three rules keep that exact:
 
 - The request itself looks for messages: ``current()`` polls the LISTEN socket without waiting
-  and reads what PostgreSQL already sent, under the lock the follower thread reads with, so a
-  request never depends on when the follower thread last ran.
+  and, when PostgreSQL sent something, reads it under the lock the follower thread reads with,
+  so a request never depends on when the follower thread last ran.
 - What is left is PostgreSQL's own delivery: the revoking commit signals every listening backend
   before its client hears "done", and each of them then writes the message to its socket as
   soon as it is scheduled: well under a millisecond on a quiet machine, a few on a loaded one.
@@ -79,11 +79,21 @@ class LoginWatch:
         return self._current(lambda: self._leases)
 
     def _current(self, which: Callable[[], int]) -> int | None:
-        with self._lock:
-            if self._conn is None or time.monotonic() - self._confirmed > LAG:
-                return None
-            self._drain_locked(wait=0.0)
-            return None if self._conn is None else which()
+        conn = self._conn
+        if conn is None or time.monotonic() - self._confirmed > LAG:
+            return None
+        # Only a socket with something on it needs the lock (and the follower's reading): every
+        # request thread asks this, and under load they queued on the lock for nothing.
+        try:
+            pending = bool(select.select([conn.pgconn.socket], [], [], 0)[0])
+        except (psycopg.Error, OSError, ValueError):  # closed meanwhile: the locked path decides
+            pending = True
+        if pending:
+            with self._lock:
+                if self._conn is None:
+                    return None
+                self._drain_locked(wait=0.0)
+        return None if self._conn is None else which()
 
     def _on_message(self, channel: str) -> None:
         """Under the lock: one message arrived on ``channel``."""
