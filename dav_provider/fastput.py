@@ -3,7 +3,7 @@
 Saving is the other thing clients do all day (an editor's save, rclone copy, a sync client's
 upload). Through WsgiDAV a PUT resolves its path three times (the dir browser, the request
 server, the parent check), each a query, before the write's own transaction; this path goes
-straight to the write (HostTree.put), which reads what it needs once.
+straight to the write (HostTree.put), where a note's or a script's save is one statement.
 
 It answers only the plain case: a Basic login the door already verified (as dav_provider.fastget),
 a body of known length within the store's cap, no If, If-Match, If-None-Match or

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from store import layout, properties, scratch
+from store import layout, properties, scratch, storage
 from store import locks as leases
 from store.access import Principal
 from store.db import Conn, Database, after_commit
@@ -223,6 +223,17 @@ class HostTree:
         family = family_for(folder, name, for_write=True)
         text = _text(data, name)
         tree_path = "/".join(parts)
+        if family.single_statement_write and not cond.conditional and self._uid:
+            # The common save, in one round trip: the statement checks the folder (its foreign
+            # key) and this user's rename-away hiding itself, and writes nothing when either
+            # says no; the path below then gives the refusal its sentence, or the hidden file
+            # its next version.
+            try:
+                with self.db.single_write() as conn:
+                    row = family.write_first(conn, folder, name, text, self.actor, hidden_for=self._uid)
+                return _file_node(folder, name, family, row), row["version"] > 1
+            except (storage.Hidden, NotFound):
+                pass
         # The reads below decide nothing the write statement does not check again under its
         # locks (the version, a create race, the owner's cap), so a family whose write is one
         # statement needs no transaction around them (two round trips fewer).

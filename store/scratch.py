@@ -43,10 +43,15 @@ def list_folder(conn: Conn, user_id: int, folder: str) -> list[dict]:
 # touched, so other users, tasks' embeds and the history keep it. The next write of the hidden
 # path is the file's next version (store.host), and ends the hiding.
 
-HIDDEN_SQL = ("EXISTS (SELECT 1 FROM scratch_files h WHERE h.user_id = %s AND h.origin = %s"
-              " AND h.hides_until > now())")
-"""A boolean SQL expression (params: user id, path) a lookup adds to its own query, so that
-checking for a hidden path costs no query of its own."""
+def hidden_sql(user: str = "%s", path: str = "%s") -> str:
+    """A boolean SQL expression (its placeholders: ``user``, ``path``) a lookup or a write adds to
+    its own statement, so that checking for a hidden path costs no query of its own."""
+    return (f"EXISTS (SELECT 1 FROM scratch_files h WHERE h.user_id = {user} AND h.origin = {path}"
+            " AND h.hides_until > now())")
+
+
+HIDDEN_SQL = hidden_sql()
+"""hidden_sql() with positional parameters: user id, path."""
 
 
 def hide(conn: Conn, user_id: int, side_path: str, origin: str, version: int) -> None:

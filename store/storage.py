@@ -14,6 +14,7 @@ import functools
 import re
 from typing import Any
 
+from store import scratch
 from store.access import Actor
 from store.db import Conn, on_constraint
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
@@ -144,18 +145,28 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
     return row
 
 
+class Hidden(Exception):
+    """A write with ``hidden_for`` found the path hidden from that user by a rename-away save
+    (store.scratch) and wrote nothing: the Host tree writes it as the hidden file's next version.
+    Control flow between this module and store.host, never seen by a front end."""
+
+
 @functools.lru_cache(maxsize=None)
-def _update_sql(kind: str) -> str:
+def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
     """Update the live ``kind`` row at the path, or, when there is none, create it under the
     owner's cap: one statement (one round trip) for a create as for an update. The owner's counter
     row is locked only when there is nothing to update, so writes to existing files of one folder
     do not queue on it. The written row's provenance row and change event are part of the same
     statement (store.provenance.change_cte), so an overwrite is one round trip in all. Columns:
-    current_version (None: nothing there), owner_count, created, change_id, and the written row
-    (id None: nothing written)."""
+    current_version (None: nothing there), owner_count, created, change_id, hidden, and the
+    written row (id None: nothing written). ``guard_hidden``: nothing is written while the path is
+    hidden from user %(hidden_for)s (hidden is then true)."""
+    hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guard_hidden else "false"
     return f"""
-        WITH cur AS (SELECT id, version FROM artifacts
+        WITH h AS (SELECT {hidden} AS hidden),
+             cur AS (SELECT id, version FROM artifacts
                       WHERE display_path = %(path)s AND deleted_at IS NULL AND kind = '{kind}'
+                        AND NOT (SELECT hidden FROM h)
                       FOR UPDATE),
              upd AS (UPDATE artifacts a
                         SET content = %(content)s, version = a.version + 1,
@@ -166,20 +177,20 @@ def _update_sql(kind: str) -> str:
                       RETURNING {', '.join('a.' + c.strip() for c in NOTE_COLUMNS.split(','))}),
              n AS (SELECT live FROM owner_counts
                     WHERE org_id = %(org_id)s AND level = %(level)s AND owner_id = %(owner)s
-                      AND %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
+                      AND %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hidden FROM h)
                       FOR UPDATE),
              ins AS (INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
                                             content, created_by, updated_by, created_at, updated_at)
                      SELECT %(org_id)s, '{kind}', %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
                             %(path)s, %(content)s, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
-                      WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur)
+                      WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hidden FROM h)
                         AND coalesce((SELECT live FROM n), 0) < %(cap)s
                      ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
                      RETURNING {NOTE_COLUMNS}),
              w AS (SELECT false AS created, * FROM upd UNION ALL SELECT true, * FROM ins),
              change AS ({change_cte("(SELECT org_id, display_path, CASE WHEN created THEN 'create' ELSE 'update' END"
                                     " AS operation, version FROM w) AS written")})
-        SELECT (SELECT version FROM cur) AS current_version,
+        SELECT (SELECT version FROM cur) AS current_version, (SELECT hidden FROM h) AS hidden,
                coalesce((SELECT live FROM n), 0) AS owner_count, (SELECT id FROM change) AS change_id,
                {notify_change("change")} AS notified, w.*
           FROM (VALUES (1)) AS v LEFT JOIN w ON true"""
@@ -187,7 +198,7 @@ def _update_sql(kind: str) -> str:
 
 def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
                   display_path: str, content: str, actor: Actor, if_version: int | None = None,
-                  create_only: bool = False) -> tuple[dict, bool]:
+                  create_only: bool = False, hidden_for: int | None = None) -> tuple[dict, bool]:
     """Create or update one artifact with its provenance row and event: (row, created).
     Concurrent writers of one path each get their own version (the row lock orders them); a
     create that loses a race becomes an update.
@@ -195,10 +206,12 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     ``if_version`` is checked in the locked UPDATE, so of two writers holding the same version
     one wins and the other gets PreconditionFailed. ``if_version=0`` means "it does not exist
     yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
-    Each attempt is one statement (_update_sql); a second runs only after losing a create race."""
-    sql = _update_sql(kind)
+    Each attempt is one statement (_update_sql); a second runs only after losing a create race.
+    ``hidden_for`` (a user id): raise Hidden, writing nothing, while that user's rename-away save
+    hides the path."""
+    sql = _update_sql(kind, guard_hidden=hidden_for is not None)
     guild_id, agent_id = owner_columns(level, owner_id)
-    params = {"path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
+    params = {"hidden_for": hidden_for, "path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
               "owner": owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
               "cap": OWNER_CAP, **actor_params(actor)}
@@ -207,6 +220,8 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
         current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
         change_id = row.pop("change_id")
         row.pop("notified")
+        if row.pop("hidden"):
+            raise Hidden(display_path)
         if row["id"] is not None:
             announce(org_id=org_id, display_path=display_path, operation="create" if created else "update",
                      version=row["version"], change_id=change_id)

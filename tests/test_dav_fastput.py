@@ -180,3 +180,23 @@ def test_a_lock_anywhere_above_sends_the_save_to_wsgidavs_checks(server, boot, o
     fast_answers.clear()
     assert other.put(f"{remembered}/new.md", data=b"x").status_code == 201
     assert len(fast_answers) == 1
+
+
+def test_a_rename_away_save_through_the_fast_path_keeps_the_notes_identity(server, boot, operator, remembered,
+                                                                            fast_answers) -> None:
+    """davfs2's and Emacs' save: MOVE the note to a backup name (it is hidden from this user, not
+    gone), then PUT it again. The fast path's one-statement write sees the hiding and leaves the
+    save to the tree's full path: the note's next version (WebDAV's 201: it was gone for this
+    user), and the name shows again."""
+    dav = Dav(server, operator, boot)
+    note = f"{dav.g}/draft.md"
+    assert dav.put(note, "v1").status_code == 201
+    assert dav.put(note, "v2").status_code == 204
+    assert dav.move(note, f"{dav.g}/draft.md~").status_code in (201, 204)
+    assert dav.get(note).status_code == 404
+    fast_answers.clear()
+    r = dav.put(note, "v3")
+    assert r.status_code == 201 and len(fast_answers) == 1, (r.status_code, r.text)
+    assert r.headers["ETag"].endswith('-v3"'), r.headers["ETag"]  # the same note, one version on
+    assert dav.get(note).text == "v3"
+    assert "draft.md" in dav.names(dav.g)

@@ -86,9 +86,9 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
     """Round trips of one plain PUT over WebDAV (dav_provider/fastput.py), counted on the
     gateway's own connections. With no lock anywhere (known through the watch,
     store/login_watch.py) there is no lock query, and a note's write is one statement with its
-    provenance row and its event, so it needs no BEGIN and COMMIT. What remains of an overwrite:
-    the read of the current version and the write. A create also asks, in one query, whether
-    the folder exists and whether a rename-away save is pending for that name."""
+    provenance row and its event, so it needs no BEGIN and COMMIT, and it checks the folder (its
+    foreign key) and this user's rename-away hiding itself: a create and an overwrite are one
+    statement each. A new name in a missing folder is refused with the tree's sentence."""
     org, guild = boot["org_id"], boot["guild_id"]
     with running_gateway(counted_db, threads=2) as running:
         assert running.gateway.login_watch.wait_live()
@@ -101,8 +101,8 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
             r = s.put(f"{base}/{name}", data=data)
             return r.status_code, _RUN[0] - before
 
-        assert statements("new.md", b"first") == (201, 3)
-        assert statements("new.md", b"second") == (204, 2)
+        assert statements("new.md", b"first") == (201, 1)
+        assert statements("new.md", b"second") == (204, 1)
         assert s.get(base + "/new.md").text == "second"
         # The shortcut is only for a file that exists: a new name in a missing folder is still 404.
         r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")

@@ -49,6 +49,12 @@ class Notes(Family):
         row = notes.write_note(conn, r.org_id, r.level, r.owner_id, r.key, text, actor, if_version=if_version)
         return file_row(row, row["key"], len(text.encode("utf-8")))
 
+    def write_first(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
+                    hidden_for: int) -> dict:
+        r = ref(folder, name)
+        row = notes.write_note(conn, r.org_id, r.level, r.owner_id, r.key, text, actor, hidden_for=hidden_for)
+        return file_row(row, row["key"], len(text.encode("utf-8")))
+
     def delete(self, conn: Conn, folder: Folder, name: str, actor: Actor) -> None:
         r = ref(folder, name)
         notes.delete_note(conn, r.org_id, r.level, r.owner_id, r.key, actor)

@@ -40,6 +40,12 @@ class Scripts(Family):
                                    if_version=if_version)
         return file_row(row, row["key"], len(text.encode("utf-8")))
 
+    def write_first(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
+                    hidden_for: int) -> dict:
+        row = scripts.write_script(conn, folder.org_id or 0, folder.owner_id or 0, name, text, actor,
+                                   hidden_for=hidden_for)
+        return file_row(row, row["key"], len(text.encode("utf-8")))
+
     def delete(self, conn: Conn, folder: Folder, name: str, actor: Actor) -> None:
         scripts.delete_script(conn, folder.org_id or 0, folder.owner_id or 0, name, actor)
 
