@@ -78,6 +78,8 @@ def test_a_stale_task_save_shows_both(browser: Browser, boot, server, operator) 
     assert "changed since you opened it" in browser.find("#conflict").text
     assert browser.find("pre.theirs").text == "second, from elsewhere"
     assert browser.find("pre.mine").text == "mine"
+    assert "-second, from elsewhere" in browser.find("pre.diff").text and "+mine" in browser.find("pre.diff").text
+    browser.shot("task-conflict")
     browser.check_console()
     assert task_api(operator, server, agent)["task"] == "second, from elsewhere\n"
     press(browser, "Save")
