@@ -10,10 +10,12 @@ a body of known length within the store's cap, no If, If-Match, If-None-Match or
 If-Unmodified-Since header, no Content-Encoding or Content-Range, and no WebDAV lock on the file
 or any folder above it (the lock storage knows without a query while no lock exists anywhere).
 The body is read first and whole; the lock check comes after it, so a LOCK granted while the body
-arrived is honoured. Then one write. Whatever the store refuses (a folder, a read-only file,
-another organisation's path, a name that cannot be a note, a lost database) wrote nothing, so
-the request goes on to WsgiDAV with the same body, and the client gets WsgiDAV's answer and
-sentence, as does a body that ended before its Content-Length. The success answer is the one
+arrived is honoured, and the write runs inside the lock manager's write transaction, as WsgiDAV's
+PUT does, so a LOCK arriving during it is refused. Then one write. Whatever the store refuses (a
+folder, a read-only file, another organisation's path, a name that cannot be a note) wrote
+nothing, so the request goes on to WsgiDAV with the same body, and the client gets WsgiDAV's
+answer and sentence, as does a body that ended before its Content-Length. A lost database is
+not replayed: a write whose connection died may have committed, so the client gets 503. The success answer is the one
 WsgiDAV sends (util.send_status_response: 201 with its page, or 204, and the ETag);
 tests/test_dav_fastput.py compares them.
 """
@@ -22,13 +24,14 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import quote
 
 from wsgidav import util
-from wsgidav.dav_error import HTTP_CREATED, HTTP_NO_CONTENT
+from wsgidav.dav_error import HTTP_CREATED, HTTP_NO_CONTENT, DAVError
 
 from dav_provider.fastget import admit
-from store.access import Door
-from store.errors import StoreError
+from store.access import PRINCIPAL_KEY, Door
+from store.errors import StoreError, Unavailable
 from store.storage import MAX_CONTENT_BYTES
 
 # Anything here: WsgiDAV's path decides (preconditions and lock tokens, encodings it refuses).
@@ -55,16 +58,22 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
         return None
     tree = provider.tree(environ)
     body = _read_body(environ, int(declared))
-    if len(body) == int(declared) and not provider.locked_at_or_above(path):
+    if len(body) == int(declared):
         try:
-            node, existed = tree.put(path, body)
-        except StoreError:
-            pass  # nothing was written: WsgiDAV answers, with its status and sentence
-        else:
-            etag = util.checked_etag(node.etag.strip('"'), allow_none=True)
-            extra = [("ETag", f'"{etag}"')] if etag is not None else None
-            return util.send_status_response(environ, start_response,
-                                             HTTP_NO_CONTENT if existed else HTTP_CREATED, add_headers=extra)
+            # As WsgiDAV's PUT does: the URL is marked as being written while the write runs, so
+            # a LOCK of it in this process meanwhile is refused (423), not granted over the write.
+            with provider.lock_manager.write_transaction(url=quote(path), token_list=[],
+                                                         principal=environ[PRINCIPAL_KEY].name):
+                if not provider.locked_at_or_above(path):
+                    node, existed = tree.put(path, body)
+                    etag = util.checked_etag(node.etag.strip('"'), allow_none=True)
+                    extra = [("ETag", f'"{etag}"')] if etag is not None else None
+                    return util.send_status_response(environ, start_response, HTTP_NO_CONTENT if existed
+                                                     else HTTP_CREATED, add_headers=extra)
+        except Unavailable:
+            raise  # the write may have committed as the connection died: 503, never a second write
+        except (StoreError, DAVError):
+            pass  # nothing was written (a refusal, or a lock): WsgiDAV answers, with its sentence
     environ["wsgi.input"] = io.BytesIO(body)  # the same body, for WsgiDAV to read again
     return None
 

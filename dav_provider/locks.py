@@ -169,10 +169,11 @@ class PgLockStorage:
 
 
     def locked_at_or_above(self, path: str) -> bool:
-        """Whether a live lock is rooted at ``path`` or at a folder above it: a write there must
-        pass WsgiDAV's lock checks (a lock-null name, a locked file, a locked folder's members).
-        No query while the watch says no lock exists anywhere."""
-        target = tree_path(normalize_lock_root(path))
+        """Whether a live lock is rooted at ``path`` (a decoded DAV path, as WsgiDAV's PATH_INFO)
+        or at a folder above it: a write there must pass WsgiDAV's lock checks (a lock-null name,
+        a locked file, a locked folder's members). No query while the watch says no lock exists
+        anywhere."""
+        target = nfc(path).strip("/")  # already decoded: a name may hold "%41" itself
         for lock in self.get_lock_list("/", include_root=True, include_children=True, token_only=False):
             root = tree_path(lock["root"])
             if root == "" or root == target or target.startswith(root + "/"):

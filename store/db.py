@@ -26,13 +26,15 @@ log = logging.getLogger(__name__)
 
 Conn = psycopg.Connection[dict]
 
-# Callbacks to run once the current ``Database.transaction()`` has committed (never on rollback).
+# Callbacks to run once the current ``Database.transaction()`` has committed (never on rollback),
+# or once a ``Database.single_write()`` block ends (its statements committed as they ran).
 _after_commit: ContextVar[list[Callable[[], None]] | None] = ContextVar("hostfinder_after_commit", default=None)
 
 
 def after_commit(fn: Callable[[], None]) -> None:
-    """Run ``fn`` after the enclosing ``Database.transaction()`` commits; outside one, never.
-    Used to tell this process's caches about a write the moment it is visible."""
+    """Run ``fn`` after the enclosing ``Database.transaction()`` commits (or the enclosing
+    ``Database.single_write()`` ends); outside both, never. Used to tell this process's caches
+    about a write the moment it is visible."""
     pending = _after_commit.get()
     if pending is not None:
         pending.append(fn)

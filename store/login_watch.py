@@ -88,7 +88,9 @@ class LoginWatch:
             pending = bool(select.select([conn.pgconn.socket], [], [], 0)[0])
         except (psycopg.Error, OSError, ValueError):  # closed meanwhile: the locked path decides
             pending = True
-        if pending:
+        # A lock held means the follower may have read a message off the socket and not yet
+        # counted it: wait for it rather than answer from before the message.
+        if pending or self._lock.locked():
             with self._lock:
                 if self._conn is None:
                     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import re
 import socket
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,7 +18,8 @@ from dav_provider import fastput
 from store import admin
 
 from tests.test_dav import Dav
-from tests.test_dav_locks import lock
+from tests.conftest import wait_for_lock_waiters
+from tests.test_dav_locks import lock, lock_body
 
 STRIP = {"date", "connection", "keep-alive"}
 
@@ -200,3 +202,42 @@ def test_a_rename_away_save_through_the_fast_path_keeps_the_notes_identity(serve
     assert r.headers["ETag"].endswith('-v3"'), r.headers["ETag"]  # the same note, one version on
     assert dav.get(note).text == "v3"
     assert "draft.md" in dav.names(dav.g)
+
+
+def test_a_locked_name_that_holds_a_percent_sign_is_still_locked(server, boot, operator, remembered,
+                                                                   fast_answers) -> None:
+    """The lock check compares the decoded name once: "100%41.md" is not "100A.md"."""
+    dav = Dav(server, operator, boot)
+    note = f"{dav.g}/100%41.md"
+    assert dav.put(note, "mine").status_code == 201
+    token = lock(dav, note)
+    member = server.session(basic=(boot["email"], boot["member_token"]))
+    url = dav.url(note)
+    assert member.get(url).text == "mine"  # the member token's login is remembered
+    r = member.put(url, data=b"theirs")
+    assert r.status_code == 423, r.text
+    assert operator.get(url).text == "mine"
+    assert member.put(url, data=b"with the token", headers={"If": f"(<{token.strip('<>')}>)"}).status_code == 204
+
+
+def test_a_lock_asked_for_while_a_fast_save_is_writing_is_refused(server, db, boot, operator, remembered,
+                                                                   fast_answers) -> None:
+    """As on WsgiDAV's path: the URL is marked as being written for the whole write, so a LOCK
+    arriving meanwhile gets 423 instead of a lock the write then ignores."""
+    dav = Dav(server, operator, boot)
+    note = f"{dav.g}/busy.md"
+    assert dav.put(note, "v1").status_code == 201
+    fast_answers.clear()
+    result: list[Any] = []
+    with db.transaction() as holder:  # the note's row held: the save waits inside its write
+        holder.execute("SELECT id FROM artifacts WHERE display_path = %s AND deleted_at IS NULL FOR UPDATE",
+                       (note.strip("/"),))
+        saver = threading.Thread(target=lambda: result.append(operator.put(dav.url(note), data=b"v2")))
+        saver.start()
+        wait_for_lock_waiters(db.conninfo, 1)
+        r = server.session(basic=(boot["email"], boot["password"])).request(
+            "LOCK", dav.url(note), data=lock_body(), headers={"Timeout": "Second-60", "Depth": "0"})
+        assert r.status_code == 423, r.text
+    saver.join(30)
+    assert result and result[0].status_code == 204 and len(fast_answers) == 1
+    assert operator.get(dav.url(note)).text == "v2"

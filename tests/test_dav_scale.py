@@ -104,6 +104,7 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
         assert statements("new.md", b"first") == (201, 1)
         assert statements("new.md", b"second") == (204, 1)
         assert s.get(base + "/new.md").text == "second"
-        # The shortcut is only for a file that exists: a new name in a missing folder is still 404.
+        # The one statement refuses a new name in a missing folder (its foreign key), and the
+        # tree's full path then answers with its own sentence: 404.
         r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")
         assert r.status_code == 404 and "999999" in r.text
