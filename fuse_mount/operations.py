@@ -124,6 +124,7 @@ class HostOperations(pyfuse3.Operations):
                    changes: tuple[Any, ...] = ()) -> Any:
         """``fn`` (store calls) in a worker thread, errors as _call; ``changes``: the paths whose
         kept listings it makes unsure."""
+        log.debug("store call: %s %s", operation, path)  # (-v: what each request costs the store)
         try:
             return await trio.to_thread.run_sync(fn, limiter=self.limiter)
         except Exception as exc:
@@ -155,10 +156,20 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(log_refusal(operation, path, exc)) from None
 
     async def _folder(self, operation: str, path: str) -> Any:
+        node = self._kept_folder(path)
+        if node is None:
+            node = self._keep_folder(path, await self._call(operation, path, "stat", path))
+        return node
+
+    def _kept_folder(self, path: str) -> Any:
+        """The node of folder ``path`` as last seen, or None. A folder's node changes only when
+        the folder goes (its time is its creation, its writability its kind's), and the kernel
+        asks for it after every create and rename in it (they invalidate its attributes): an
+        editor's save would otherwise cost a query or two for the folder beside its write."""
         hit = self._folders.get(path)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
-        node = await self._call(operation, path, "stat", path)
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+    def _keep_folder(self, path: str, node: Any) -> Any:
         if node.is_dir:
             self._folders[path] = (time.monotonic() + CACHE_SECONDS, node)
         return node
@@ -228,8 +239,11 @@ class HostOperations(pyfuse3.Operations):
             if listed is None:
                 raise FUSEError(errno.ENOENT)
             return self._node_attrs(self.inodes.remember(path), listed)
-        hit = self._peek(path)
-        node = hit[0] if hit is not None else await self._call("lookup", path, "stat", path, quiet=True)
+        node = self._kept_folder(path)
+        if node is None:
+            hit = self._peek(path)
+            node = hit[0] if hit is not None else self._keep_folder(
+                path, await self._call("lookup", path, "stat", path, quiet=True))
         if text in (".", ".."):
             return self._node_attrs(self.inodes.inode_for(path), node)
         return self._node_attrs(self.inodes.remember(path), node)
@@ -251,8 +265,11 @@ class HostOperations(pyfuse3.Operations):
                 h = open_files[0]
                 return self._node_attrs(inode, h.node, size=h.size if h.loaded else None)
             raise FUSEError(errno.ENOENT) from None
-        hit = self._peek(path)
-        node = hit[0] if hit is not None else await self._call("getattr", path, "stat", path, quiet=True)
+        node = self._kept_folder(path)
+        if node is None:
+            hit = self._peek(path)
+            node = hit[0] if hit is not None else self._keep_folder(
+                path, await self._call("getattr", path, "stat", path, quiet=True))
         return self._node_attrs(inode, node)
 
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
@@ -600,18 +617,21 @@ class HostOperations(pyfuse3.Operations):
         return s
 
     # -- extended attributes: none, said plainly so that cp -a and editors fall back -------------
+    # ENOSYS, not ENOTSUP: the kernel then knows for good that this file system has none and
+    # answers "Operation not supported" itself, instead of asking the mount before every write
+    # (it probes security.capability to know whether a write must drop it).
 
     async def getxattr(self, inode: int, name: bytes, ctx: Any = None) -> bytes:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any = None) -> None:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     async def listxattr(self, inode: int, ctx: Any = None) -> list[bytes]:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     async def removexattr(self, inode: int, name: bytes, ctx: Any = None) -> None:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     # -- outside changes (events.py) -------------------------------------------------------------
 
@@ -619,6 +639,9 @@ class HostOperations(pyfuse3.Operations):
         """Something else changed ``path``: make the kernel ask again for its name, attributes and
         content, and for its folder's listing. Only what the kernel was told about needs it."""
         self._drop_listings(path)
+        # A folder's node is kept until it goes (not when a file in it changes: this mount's own
+        # saves come back as events, and each would cost the next save a query for the folder).
+        self._folders.pop(path, None)
         ino = self.inodes.known(path)
         parent_ino = self.inodes.known(parent_of(path)) if path else None
         for target in (ino, parent_ino):
