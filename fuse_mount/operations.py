@@ -49,6 +49,9 @@ HOLD_SIDE_SECONDS = 2.0
 # writes drop it at once; the bound is for what sends no event (another client's side files and
 # rename-away saves in the user's scratch area), and is the 5 s the kernel kept names before.
 LISTING_SECONDS = 5.0
+# How long a write made through this mount waits for its own change event: that event names a
+# file whose new bytes the kernel already holds, so it is checked rather than obeyed (see invalidate).
+OWN_EVENT_SECONDS = 5.0
 # Host tree calls that change a folder's listing (their path arguments' folders are dropped).
 CHANGES_LISTING = frozenset({"write", "move", "copy", "delete"})
 BLOCK = 4096
@@ -99,6 +102,8 @@ class HostOperations(pyfuse3.Operations):
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
         self.listings = ListingCache()
+        # path -> (until when, version) of the last version this mount wrote there.
+        self._wrote: dict[str, tuple[float, int]] = {}
         # Where closed side files wait to be committed (set by command.py's event loop); without
         # one, a side file is committed when it is released, as any other file.
         self.nursery: trio.Nursery | None = None
@@ -133,6 +138,15 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(log_refusal(operation, path, exc)) from None
         finally:
             self._drop_listings(*changes)
+
+    def _wrote_version(self, path: str, node: Any) -> None:
+        """This mount wrote ``node`` at ``path``; its change event is on its way (invalidate)."""
+        version = getattr(node, "version", 0)
+        if version and not getattr(node, "is_dir", True):
+            if len(self._wrote) > 1024:  # events that never came (a lost connection) age out
+                now = time.monotonic()
+                self._wrote = {p: w for p, w in self._wrote.items() if w[0] > now}
+            self._wrote[nfc(path)] = (time.monotonic() + OWN_EVENT_SECONDS, version)
 
     def _drop_listings(self, *paths: Any) -> None:
         """``paths`` changed: what the kept listings say about them is unsure now."""
@@ -297,6 +311,7 @@ class HostOperations(pyfuse3.Operations):
                 data = await self._call("truncate", path, "read", path)
                 data = data[:attr.st_size].ljust(attr.st_size, b"\0")
                 node = await self._call("truncate", path, "write", path, data)
+                self._wrote_version(path, node)
                 return self._node_attrs(inode, node)
             return await self.getattr(inode, ctx)
         # Times: the store keeps its own modification time (the last version's); touch succeeds.
@@ -474,6 +489,7 @@ class HostOperations(pyfuse3.Operations):
             if created:
                 self._drop_phantom(handle)
             raise
+        self._wrote_version(handle.path, node)
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
             if other is not handle:
@@ -566,6 +582,7 @@ class HostOperations(pyfuse3.Operations):
                 # store's move of a side file over a file is that file's next version; writing
                 # the temp file's bytes to the destination is the same version in one transaction.
                 node = await self._call("rename", f"{src} -> {dst}", "write", dst, bytes(held.data))
+                self._wrote_version(dst, node)
                 for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
                     handle.saved_as(node)
                     if handle.released:
@@ -576,8 +593,9 @@ class HostOperations(pyfuse3.Operations):
                 # A file still open with unsaved bytes is saved first, so the move carries them.
                 for handle in self.handles.on_inode(src_ino):
                     await self._commit_locked(handle, "rename")
-            await self._call("rename", f"{src} -> {dst}", "move", src, dst,
-                             overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
+            node = await self._call("rename", f"{src} -> {dst}", "move", src, dst,
+                                    overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
+            self._wrote_version(dst, node)
             self._moved(src, dst, src_ino)
 
     def _moved(self, src: str, dst: str, src_ino: int | None) -> None:
@@ -637,7 +655,16 @@ class HostOperations(pyfuse3.Operations):
 
     async def invalidate(self, path: str) -> None:
         """Something else changed ``path``: make the kernel ask again for its name, attributes and
-        content, and for its folder's listing. Only what the kernel was told about needs it."""
+        content, and for its folder's listing. Only what the kernel was told about needs it.
+
+        The event of a version this mount wrote itself comes back too, and the kernel already
+        holds that version (its pages are what the writer wrote, its name is where the rename put
+        it): if the store still has that version, nothing is dropped, and the stat that says so
+        refills the content cache, so the editor's next save finds the note without a query.
+        Any other version (a write from elsewhere before or after ours) is dropped as usual."""
+        own = self._wrote.pop(nfc(path), None)
+        if own is not None and own[0] > time.monotonic() and await self._still_ours(path, own[1]):
+            return
         self._drop_listings(path)
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own
         # saves come back as events, and each would cost the next save a query for the folder).
@@ -651,10 +678,21 @@ class HostOperations(pyfuse3.Operations):
             pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
                                            ignore_enoent=True)
 
+    async def _still_ours(self, path: str, version: int) -> bool:
+        log.debug("store call: own event %s", path)
+        def check() -> bool:
+            try:
+                node = self._tree().stat(path)
+            except Exception:
+                return False  # gone, unreadable, or the store is away: drop it as any change
+            return not node.is_dir and node.version == version
+        return await trio.to_thread.run_sync(check, limiter=self.limiter)
+
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""
         self.listings.clear()
         self._folders.clear()
+        self._wrote.clear()
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
 
