@@ -104,6 +104,8 @@ class HostOperations(pyfuse3.Operations):
         self.listings = ListingCache()
         # path -> (until when, version) of the last version this mount wrote there.
         self._wrote: dict[str, tuple[float, int]] = {}
+        # The checks of those events: one at a time, beside the saves, never in their way.
+        self._own_checks = trio.CapacityLimiter(1)
         # Where closed side files wait to be committed (set by command.py's event loop); without
         # one, a side file is committed when it is released, as any other file.
         self.nursery: trio.Nursery | None = None
@@ -661,10 +663,21 @@ class HostOperations(pyfuse3.Operations):
         holds that version (its pages are what the writer wrote, its name is where the rename put
         it): if the store still has that version, nothing is dropped, and the stat that says so
         refills the content cache, so the editor's next save finds the note without a query.
-        Any other version (a write from elsewhere before or after ours) is dropped as usual."""
+        Any other version (a write from elsewhere before or after ours) is dropped as usual. The
+        check runs beside the change feed, not in it, so a burst of this mount's own writes never
+        holds up another client's change (dropping is all a late check can do, never undo)."""
         own = self._wrote.pop(nfc(path), None)
-        if own is not None and own[0] > time.monotonic() and await self._still_ours(path, own[1]):
+        if own is not None and own[0] > time.monotonic() and self.nursery is not None:
+            self.nursery.start_soon(self._check_own, path, own[1])
             return
+        await self._drop(path)
+
+    async def _check_own(self, path: str, version: int) -> None:
+        if not await self._still_ours(path, version):
+            await self._drop(path)
+
+    async def _drop(self, path: str) -> None:
+        """Make the kernel (and the kept listings) forget ``path``."""
         self._drop_listings(path)
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own
         # saves come back as events, and each would cost the next save a query for the folder).
@@ -686,7 +699,8 @@ class HostOperations(pyfuse3.Operations):
             except Exception:
                 return False  # gone, unreadable, or the store is away: drop it as any change
             return not node.is_dir and node.version == version
-        return await trio.to_thread.run_sync(check, limiter=self.limiter)
+        async with self._own_checks:  # (and within the pool's limiter, as every store call)
+            return await trio.to_thread.run_sync(check, limiter=self.limiter)
 
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""

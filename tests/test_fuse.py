@@ -445,6 +445,31 @@ def test_an_editor_save_asks_the_store_once(db: Database, db_url: str, boot: dic
         unmount(mountpoint, proc)
 
 
+def test_a_change_made_elsewhere_right_after_a_save_is_not_taken_for_the_save(mount: Mount) -> None:
+    """The mount checks its own saves' change events instead of dropping what the kernel holds;
+    a write from elsewhere just after (or just before) the save must still show within a second."""
+    org = mount.boot["org_id"]
+    note = mount.org / "race.md"
+    mount.tree.write(f"org/{org}/race.md", b"start\n")
+    for k in range(5):
+        fd, tmp = tempfile.mkstemp(dir=mount.org)
+        os.write(fd, f"saved here {k}\n".encode())
+        os.close(fd)
+        os.replace(tmp, note)
+        assert note.read_bytes() == f"saved here {k}\n".encode()   # the kernel holds these pages
+        mount.tree.write(f"org/{org}/race.md", f"written elsewhere {k}\n".encode())
+        eventually(lambda: note.read_bytes() == f"written elsewhere {k}\n".encode(), 1.0)
+    for k in range(5):  # elsewhere first, then the save over it: the save is what stays
+        mount.tree.write(f"org/{org}/race.md", f"elsewhere first {k}\n".encode())
+        fd, tmp = tempfile.mkstemp(dir=mount.org)
+        os.write(fd, f"then saved here {k}\n".encode())
+        os.close(fd)
+        os.replace(tmp, note)
+        time.sleep(0.2)  # the events of both have come back
+        assert note.read_bytes() == f"then saved here {k}\n".encode()
+        assert mount.tree.read(f"org/{org}/race.md") == f"then saved here {k}\n".encode()
+
+
 def test_agent_note_write_shows_up_within_a_second(mount: Mount) -> None:
     org, guild, agent = mount.boot["org_id"], mount.boot["guild_id"], mount.boot["agent_id"]
     folder = mount.org / "guilds" / str(guild)
