@@ -102,7 +102,8 @@ class HostOperations(pyfuse3.Operations):
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
         self.listings = ListingCache()
-        # path -> (until when, version) of the last version this mount wrote there.
+        # path -> (until when, version) of the last version this mount wrote there: change
+        # events for it until then are checked against it (invalidate).
         self._wrote: dict[str, tuple[float, int]] = {}
         # The checks of those events: one at a time, beside the saves, never in their way.
         self._own_checks = trio.CapacityLimiter(1)
@@ -141,8 +142,11 @@ class HostOperations(pyfuse3.Operations):
         finally:
             self._drop_listings(*changes)
 
-    def _wrote_version(self, path: str, node: Any) -> None:
-        """This mount wrote ``node`` at ``path``; its change event is on its way (invalidate)."""
+    def _wrote_version(self, path: str, node: Any, serial: int | None = None) -> None:
+        """This mount wrote ``node`` at ``path``; its change event is on its way (invalidate).
+        ``serial``: the listings' serial before the write, when the write was the one change."""
+        if serial is not None and node is not None:
+            self.listings.wrote(path, node, serial)
         version = getattr(node, "version", 0)
         if version and not getattr(node, "is_dir", True):
             if len(self._wrote) > 1024:  # events that never came (a lost connection) age out
@@ -312,8 +316,9 @@ class HostOperations(pyfuse3.Operations):
                 # truncate(1) on a closed file: that is the whole save, one version now.
                 data = await self._call("truncate", path, "read", path)
                 data = data[:attr.st_size].ljust(attr.st_size, b"\0")
+                serial = self.listings.serial
                 node = await self._call("truncate", path, "write", path, data)
-                self._wrote_version(path, node)
+                self._wrote_version(path, node, serial)
                 return self._node_attrs(inode, node)
             return await self.getattr(inode, ctx)
         # Times: the store keeps its own modification time (the last version's); touch succeeds.
@@ -481,6 +486,7 @@ class HostOperations(pyfuse3.Operations):
         if at_flush and not handle.wrote:
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
         created = handle.new
+        serial = self.listings.serial
         try:
             # A refused commit is reported once (flush, which close() returns): the handle
             # forgets its changes, so release does not write them again.
@@ -491,7 +497,7 @@ class HostOperations(pyfuse3.Operations):
             if created:
                 self._drop_phantom(handle)
             raise
-        self._wrote_version(handle.path, node)
+        self._wrote_version(handle.path, node, serial)
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
             if other is not handle:
@@ -583,8 +589,9 @@ class HostOperations(pyfuse3.Operations):
                 # An editor's save: its temp file, never committed, renamed over the note. The
                 # store's move of a side file over a file is that file's next version; writing
                 # the temp file's bytes to the destination is the same version in one transaction.
+                serial = self.listings.serial
                 node = await self._call("rename", f"{src} -> {dst}", "write", dst, bytes(held.data))
-                self._wrote_version(dst, node)
+                self._wrote_version(dst, node, serial)
                 for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
                     handle.saved_as(node)
                     if handle.released:
@@ -666,14 +673,14 @@ class HostOperations(pyfuse3.Operations):
         Any other version (a write from elsewhere before or after ours) is dropped as usual. The
         check runs beside the change feed, not in it, so a burst of this mount's own writes never
         holds up another client's change (dropping is all a late check can do, never undo)."""
-        own = self._wrote.pop(nfc(path), None)
+        own = self._wrote.get(nfc(path))
         if own is not None and own[0] > time.monotonic() and self.nursery is not None:
-            self.nursery.start_soon(self._check_own, path, own[1])
+            self.nursery.start_soon(self._check_own, path)
             return
         await self._drop(path)
 
-    async def _check_own(self, path: str, version: int) -> None:
-        if not await self._still_ours(path, version):
+    async def _check_own(self, path: str) -> None:
+        if not await self._still_ours(path):
             await self._drop(path)
 
     async def _drop(self, path: str) -> None:
@@ -691,16 +698,21 @@ class HostOperations(pyfuse3.Operations):
             pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
                                            ignore_enoent=True)
 
-    async def _still_ours(self, path: str, version: int) -> bool:
-        log.debug("store call: own event %s", path)
-        def check() -> bool:
+    async def _still_ours(self, path: str) -> bool:
+        """Whether the store holds, now, the last version this mount wrote at ``path`` (what
+        the kernel was given). Compared when the answer comes, so that in a run of quick saves
+        an event for one save is not taken for a change just because the next save landed."""
+        def check() -> Any:
             try:
-                node = self._tree().stat(path)
+                return self._tree().stat(path)
             except Exception:
-                return False  # gone, unreadable, or the store is away: drop it as any change
-            return not node.is_dir and node.version == version
+                return None  # gone, unreadable, or the store is away: drop it as any change
         async with self._own_checks:  # (and within the pool's limiter, as every store call)
-            return await trio.to_thread.run_sync(check, limiter=self.limiter)
+            node = await trio.to_thread.run_sync(check, limiter=self.limiter)
+        own = self._wrote.get(nfc(path))
+        ours = node is not None and own is not None and not node.is_dir and node.version == own[1]
+        log.debug("store call: own event %s (%s)", path, "still ours" if ours else "changed: dropped")
+        return ours
 
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""

@@ -412,12 +412,7 @@ def test_an_editor_save_asks_the_store_once(db: Database, db_url: str, boot: dic
         folder = mountpoint / "org" / str(boot["org_id"])
         os.listdir(folder)  # what a save's name lookups are answered from
         start = len(log_path.read_bytes())
-        for k in range(3):
-            fd, tmp = tempfile.mkstemp(dir=folder)
-            os.write(fd, f"save {k}\n".encode())
-            os.fsync(fd)
-            os.close(fd)
-            os.replace(tmp, folder / f"s{k}.md")
+
         def calls() -> list[str]:
             text = log_path.read_bytes()[start:].decode()
             return [line.split("store call: ", 1)[1] for line in text.splitlines() if "store call: " in line]
@@ -425,9 +420,17 @@ def test_an_editor_save_asks_the_store_once(db: Database, db_url: str, boot: dic
         def kinds() -> list[str]:
             return [c.split(" ", 1)[0] for c in calls()]
         # Each save's own change event comes back; one stat in the background checks it (off the
-        # save's path), and the kernel keeps the pages it was given.
-        eventually(lambda: kinds().count("own") == 3, 5.0)
+        # save's path), and the kernel keeps the pages it was given. (A person's saves are
+        # seconds apart: each check is done before the next save.)
+        for k in range(3):
+            fd, tmp = tempfile.mkstemp(dir=folder)
+            os.write(fd, f"save {k}\n".encode())
+            os.fsync(fd)
+            os.close(fd)
+            os.replace(tmp, folder / f"s{k}.md")
+            eventually(lambda: kinds().count("own") == k + 1, 5.0)
         assert sorted(kinds()) == ["own"] * 3 + ["rename"] * 3, calls()
+        assert all(c.endswith("(still ours)") for c in calls() if c.startswith("own")), calls()
         start = len(log_path.read_bytes())
         assert [(folder / f"s{k}.md").read_bytes() for k in range(3)] == [f"save {k}\n".encode() for k in range(3)]
         assert calls() == [], "reading what this mount just saved asks the store nothing"
