@@ -102,9 +102,9 @@ class HostOperations(pyfuse3.Operations):
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
         self.listings = ListingCache()
-        # path -> (until when, version) of the last version this mount wrote there: change
-        # events for it until then are checked against it (invalidate).
-        self._wrote: dict[str, tuple[float, int]] = {}
+        # path -> (until when, the versions this mount wrote there lately): change events for
+        # it until then are checked against them (invalidate).
+        self._wrote: dict[str, tuple[float, tuple[int, ...]]] = {}
         # The checks of those events: one at a time, beside the saves, never in their way.
         self._own_checks = trio.CapacityLimiter(1)
         # Where closed side files wait to be committed (set by command.py's event loop); without
@@ -152,7 +152,9 @@ class HostOperations(pyfuse3.Operations):
             if len(self._wrote) > 1024:  # events that never came (a lost connection) age out
                 now = time.monotonic()
                 self._wrote = {p: w for p, w in self._wrote.items() if w[0] > now}
-            self._wrote[nfc(path)] = (time.monotonic() + OWN_EVENT_SECONDS, version)
+            key = nfc(path)
+            before = self._wrote.get(key, (0.0, ()))[1]
+            self._wrote[key] = (time.monotonic() + OWN_EVENT_SECONDS, (before + (version,))[-8:])
 
     def _drop_listings(self, *paths: Any) -> None:
         """``paths`` changed: what the kept listings say about them is unsure now."""
@@ -497,7 +499,10 @@ class HostOperations(pyfuse3.Operations):
             if created:
                 self._drop_phantom(handle)
             raise
-        self._wrote_version(handle.path, node, serial)
+        if len(self.handles.on_inode(handle.ino)) == 1:
+            # (With other descriptors open on it, the kernel's pages mix what each one wrote:
+            # the event of this version then drops them, as one from elsewhere would.)
+            self._wrote_version(handle.path, node, serial)
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
             if other is not handle:
@@ -699,9 +704,11 @@ class HostOperations(pyfuse3.Operations):
                                            ignore_enoent=True)
 
     async def _still_ours(self, path: str) -> bool:
-        """Whether the store holds, now, the last version this mount wrote at ``path`` (what
-        the kernel was given). Compared when the answer comes, so that in a run of quick saves
-        an event for one save is not taken for a change just because the next save landed."""
+        """Whether the store holds, now (after the event's commit), a version this mount wrote
+        at ``path``. Then no write from elsewhere came after the event's, or it is already
+        overwritten by ours, and the kernel holds our last one (a later write from elsewhere
+        sends its own event). One of our versions, not only the last: in a run of quick saves
+        an event's check may read the version before the save that has just landed."""
         def check() -> Any:
             try:
                 return self._tree().stat(path)
@@ -710,7 +717,7 @@ class HostOperations(pyfuse3.Operations):
         async with self._own_checks:  # (and within the pool's limiter, as every store call)
             node = await trio.to_thread.run_sync(check, limiter=self.limiter)
         own = self._wrote.get(nfc(path))
-        ours = node is not None and own is not None and not node.is_dir and node.version == own[1]
+        ours = node is not None and own is not None and not node.is_dir and node.version in own[1]
         log.debug("store call: own event %s (%s)", path, "still ours" if ours else "changed: dropped")
         return ours
 
