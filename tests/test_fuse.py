@@ -164,8 +164,8 @@ def test_ls_cat_grep_modes_and_stable_inodes(mount: Mount) -> None:
     (mount.org / "plan.md").write_text("# Plan\nchanged\n")
     assert os.stat(mount.org / "plan.md").st_ino == first
 
-    # xattrs: not supported, said plainly so that cp -a and editors fall back (the second time by
-    # the kernel alone, which the first answer told that this file system has none).
+    # xattrs: not supported, said plainly so that cp -a and editors fall back (the second time too,
+    # though for all but getxattr the kernel answers alone, told by the first answer).
     for call in 2 * (lambda: os.getxattr(mount.org / "plan.md", "user.x"),
                      lambda: os.setxattr(mount.org / "plan.md", "user.x", b"1"),
                      lambda: os.listxattr(mount.org / "plan.md"),
@@ -174,6 +174,20 @@ def test_ls_cat_grep_modes_and_stable_inodes(mount: Mount) -> None:
             call()
         assert no_xattr.value.errno == errno.ENOTSUP
     assert os.statvfs(mount.root).f_namemax == 255
+
+
+def test_acl_reads_say_not_supported_every_time(mount: Mount) -> None:
+    """`ls -l` asks each file for its ACL until the file system says it has none (ENOTSUP). If
+    an ACL read ever answered "this file has no ACL" instead (ENODATA, what the kernel says after
+    a getxattr ENOSYS), ls would ask again for every file of a 10 000-note folder."""
+    org = mount.boot["org_id"]
+    for i in range(3):
+        mount.tree.write(f"org/{org}/acl-{i}.md", b"x")
+    for i in range(3):
+        for name in ("system.posix_acl_access", "security.selinux", "user.x"):
+            with pytest.raises(OSError) as no_acl:
+                os.getxattr(mount.org / f"acl-{i}.md", name)
+            assert no_acl.value.errno == errno.ENOTSUP, (i, name, no_acl.value)
 
 
 def test_readdir_lists_a_large_folder_once_each(mount: Mount) -> None:
@@ -399,8 +413,8 @@ def test_an_editor_save_asks_the_store_once(db: Database, db_url: str, boot: dic
                                            tmp_path: Path) -> None:
     """An atomic save (mkstemp, write, fsync, close, rename over the note) is one store call: the
     rename's write. The folder's attributes, which the kernel asks for again after every create
-    and rename, and the security xattr probe before a write are answered by the mount itself, so a
-    save costs its one transaction and no more (the mount's -v log names every store call)."""
+    and rename, are answered by the mount itself, so a save costs its one transaction and no more
+    (the mount's -v log names every store call)."""
     tree = HostTree(db, Door(db).principal_for_email(boot["email"]))  # type: ignore[arg-type]
     for k in range(3):
         tree.write(f"org/{boot['org_id']}/s{k}.md", b"first\n")
