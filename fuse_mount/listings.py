@@ -25,6 +25,8 @@ class _Listing:
     entries: Any                      # DirectoryListing.shared(): handed to the next pass
     names: dict[str, Any]             # name -> node
     unsure: set[str] = field(default_factory=set)
+    # A name was written here since: ``names`` knows its new node, the kept entries do not.
+    relist: bool = False
 
 
 def keeps(folder: str) -> bool:
@@ -67,7 +69,7 @@ class ListingCache:
     def entries(self, folder: str) -> Any:
         """The entries for a new pass over ``folder``, or None when it must be listed again."""
         listing = self._fresh(folder)
-        return listing.entries if listing is not None and not listing.unsure else None
+        return listing.entries if listing is not None and not listing.unsure and not listing.relist else None
 
     def lookup(self, folder: str, name: str) -> Any:
         """The node the listing has for ``name``, None if the listing says there is none, or
@@ -86,6 +88,22 @@ class ListingCache:
         if listing is not None:
             listing.unsure.add(nfc(path.rsplit("/", 1)[-1]))
         self._folders.pop(path, None)
+
+    def wrote(self, path: str, node: Any, serial: int) -> None:
+        """This mount wrote ``node`` at ``path``, and the only change since ``serial`` (taken
+        before the write) is that write's own ``changed``: the listing answers the name again
+        with the new node (an editor's next save asks for it before its rename), while the next
+        pass over the folder lists it afresh. Any other change meanwhile (an event that came
+        first) leaves the name unsure."""
+        if self.serial != serial + 1:
+            return
+        listing = self._fresh(parent_of(path))
+        if listing is None:
+            return
+        name = nfc(path.rsplit("/", 1)[-1])
+        listing.unsure.discard(name)
+        listing.names[name] = node
+        listing.relist = True
 
     def clear(self) -> None:
         self.serial += 1

@@ -49,6 +49,9 @@ HOLD_SIDE_SECONDS = 2.0
 # writes drop it at once; the bound is for what sends no event (another client's side files and
 # rename-away saves in the user's scratch area), and is the 5 s the kernel kept names before.
 LISTING_SECONDS = 5.0
+# How long a write made through this mount waits for its own change event: that event names a
+# file whose new bytes the kernel already holds, so it is checked rather than obeyed (see invalidate).
+OWN_EVENT_SECONDS = 5.0
 # Host tree calls that change a folder's listing (their path arguments' folders are dropped).
 CHANGES_LISTING = frozenset({"write", "move", "copy", "delete"})
 BLOCK = 4096
@@ -99,6 +102,11 @@ class HostOperations(pyfuse3.Operations):
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
         self.listings = ListingCache()
+        # path -> (until when, the versions this mount wrote there lately): change events for
+        # it until then are checked against them (invalidate).
+        self._wrote: dict[str, tuple[float, tuple[int, ...]]] = {}
+        # The checks of those events: one at a time, beside the saves, never in their way.
+        self._own_checks = trio.CapacityLimiter(1)
         # Where closed side files wait to be committed (set by command.py's event loop); without
         # one, a side file is committed when it is released, as any other file.
         self.nursery: trio.Nursery | None = None
@@ -124,6 +132,7 @@ class HostOperations(pyfuse3.Operations):
                    changes: tuple[Any, ...] = ()) -> Any:
         """``fn`` (store calls) in a worker thread, errors as _call; ``changes``: the paths whose
         kept listings it makes unsure."""
+        log.debug("store call: %s %s", operation, path)  # (-v: what each request costs the store)
         try:
             return await trio.to_thread.run_sync(fn, limiter=self.limiter)
         except Exception as exc:
@@ -132,6 +141,20 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(log_refusal(operation, path, exc)) from None
         finally:
             self._drop_listings(*changes)
+
+    def _wrote_version(self, path: str, node: Any, serial: int | None = None) -> None:
+        """This mount wrote ``node`` at ``path``; its change event is on its way (invalidate).
+        ``serial``: the listings' serial before the write, when the write was the one change."""
+        if serial is not None and node is not None:
+            self.listings.wrote(path, node, serial)
+        version = getattr(node, "version", 0)
+        if version and not getattr(node, "is_dir", True):
+            if len(self._wrote) > 1024:  # events that never came (a lost connection) age out
+                now = time.monotonic()
+                self._wrote = {p: w for p, w in self._wrote.items() if w[0] > now}
+            key = nfc(path)
+            before = self._wrote.get(key, (0.0, ()))[1]
+            self._wrote[key] = (time.monotonic() + OWN_EVENT_SECONDS, (before + (version,))[-8:])
 
     def _drop_listings(self, *paths: Any) -> None:
         """``paths`` changed: what the kept listings say about them is unsure now."""
@@ -155,10 +178,20 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(log_refusal(operation, path, exc)) from None
 
     async def _folder(self, operation: str, path: str) -> Any:
+        node = self._kept_folder(path)
+        if node is None:
+            node = self._keep_folder(path, await self._call(operation, path, "stat", path))
+        return node
+
+    def _kept_folder(self, path: str) -> Any:
+        """The node of folder ``path`` as last seen, or None. A folder's node changes only when
+        the folder goes (its time is its creation, its writability its kind's), and the kernel
+        asks for it after every create and rename in it (they invalidate its attributes): an
+        editor's save would otherwise cost a query or two for the folder beside its write."""
         hit = self._folders.get(path)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
-        node = await self._call(operation, path, "stat", path)
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+    def _keep_folder(self, path: str, node: Any) -> Any:
         if node.is_dir:
             self._folders[path] = (time.monotonic() + CACHE_SECONDS, node)
         return node
@@ -228,8 +261,11 @@ class HostOperations(pyfuse3.Operations):
             if listed is None:
                 raise FUSEError(errno.ENOENT)
             return self._node_attrs(self.inodes.remember(path), listed)
-        hit = self._peek(path)
-        node = hit[0] if hit is not None else await self._call("lookup", path, "stat", path, quiet=True)
+        node = self._kept_folder(path)
+        if node is None:
+            hit = self._peek(path)
+            node = hit[0] if hit is not None else self._keep_folder(
+                path, await self._call("lookup", path, "stat", path, quiet=True))
         if text in (".", ".."):
             return self._node_attrs(self.inodes.inode_for(path), node)
         return self._node_attrs(self.inodes.remember(path), node)
@@ -251,8 +287,11 @@ class HostOperations(pyfuse3.Operations):
                 h = open_files[0]
                 return self._node_attrs(inode, h.node, size=h.size if h.loaded else None)
             raise FUSEError(errno.ENOENT) from None
-        hit = self._peek(path)
-        node = hit[0] if hit is not None else await self._call("getattr", path, "stat", path, quiet=True)
+        node = self._kept_folder(path)
+        if node is None:
+            hit = self._peek(path)
+            node = hit[0] if hit is not None else self._keep_folder(
+                path, await self._call("getattr", path, "stat", path, quiet=True))
         return self._node_attrs(inode, node)
 
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
@@ -279,7 +318,9 @@ class HostOperations(pyfuse3.Operations):
                 # truncate(1) on a closed file: that is the whole save, one version now.
                 data = await self._call("truncate", path, "read", path)
                 data = data[:attr.st_size].ljust(attr.st_size, b"\0")
+                serial = self.listings.serial
                 node = await self._call("truncate", path, "write", path, data)
+                self._wrote_version(path, node, serial)
                 return self._node_attrs(inode, node)
             return await self.getattr(inode, ctx)
         # Times: the store keeps its own modification time (the last version's); touch succeeds.
@@ -447,6 +488,7 @@ class HostOperations(pyfuse3.Operations):
         if at_flush and not handle.wrote:
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
         created = handle.new
+        serial = self.listings.serial
         try:
             # A refused commit is reported once (flush, which close() returns): the handle
             # forgets its changes, so release does not write them again.
@@ -457,6 +499,10 @@ class HostOperations(pyfuse3.Operations):
             if created:
                 self._drop_phantom(handle)
             raise
+        if len(self.handles.on_inode(handle.ino)) == 1:
+            # (With other descriptors open on it, the kernel's pages mix what each one wrote:
+            # the event of this version then drops them, as one from elsewhere would.)
+            self._wrote_version(handle.path, node, serial)
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
             if other is not handle:
@@ -548,7 +594,9 @@ class HostOperations(pyfuse3.Operations):
                 # An editor's save: its temp file, never committed, renamed over the note. The
                 # store's move of a side file over a file is that file's next version; writing
                 # the temp file's bytes to the destination is the same version in one transaction.
+                serial = self.listings.serial
                 node = await self._call("rename", f"{src} -> {dst}", "write", dst, bytes(held.data))
+                self._wrote_version(dst, node, serial)
                 for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
                     handle.saved_as(node)
                     if handle.released:
@@ -559,8 +607,9 @@ class HostOperations(pyfuse3.Operations):
                 # A file still open with unsaved bytes is saved first, so the move carries them.
                 for handle in self.handles.on_inode(src_ino):
                     await self._commit_locked(handle, "rename")
-            await self._call("rename", f"{src} -> {dst}", "move", src, dst,
-                             overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
+            node = await self._call("rename", f"{src} -> {dst}", "move", src, dst,
+                                    overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
+            self._wrote_version(dst, node)
             self._moved(src, dst, src_ino)
 
     def _moved(self, src: str, dst: str, src_ino: int | None) -> None:
@@ -600,25 +649,54 @@ class HostOperations(pyfuse3.Operations):
         return s
 
     # -- extended attributes: none, said plainly so that cp -a and editors fall back -------------
+    # ENOSYS, not ENOTSUP, where it saves requests: the kernel then knows for good that this file
+    # system has none and answers "Operation not supported" itself. Not for getxattr: after an
+    # ENOSYS there the kernel answers ACL reads "no ACL" instead, which `ls -l` takes for a
+    # supported file system and asks again for every file (10 000 calls per listing; measured),
+    # while ENOTSUP once tells it to stop. It costs one request per write to a new file (the
+    # kernel asks for security.capability), a few microseconds in this loop.
 
     async def getxattr(self, inode: int, name: bytes, ctx: Any = None) -> bytes:
         raise FUSEError(errno.ENOTSUP)
 
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any = None) -> None:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     async def listxattr(self, inode: int, ctx: Any = None) -> list[bytes]:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     async def removexattr(self, inode: int, name: bytes, ctx: Any = None) -> None:
-        raise FUSEError(errno.ENOTSUP)
+        raise FUSEError(errno.ENOSYS)
 
     # -- outside changes (events.py) -------------------------------------------------------------
 
     async def invalidate(self, path: str) -> None:
         """Something else changed ``path``: make the kernel ask again for its name, attributes and
-        content, and for its folder's listing. Only what the kernel was told about needs it."""
+        content, and for its folder's listing. Only what the kernel was told about needs it.
+
+        The event of a version this mount wrote itself comes back too, and the kernel already
+        holds that version (its pages are what the writer wrote, its name is where the rename put
+        it): if the store still has that version, nothing is dropped, and the stat that says so
+        refills the content cache, so the editor's next save finds the note without a query.
+        Any other version (a write from elsewhere before or after ours) is dropped as usual. The
+        check runs beside the change feed, not in it, so a burst of this mount's own writes never
+        holds up another client's change (dropping is all a late check can do, never undo)."""
+        own = self._wrote.get(nfc(path))
+        if own is not None and own[0] > time.monotonic() and self.nursery is not None:
+            self.nursery.start_soon(self._check_own, path)
+            return
+        await self._drop(path)
+
+    async def _check_own(self, path: str) -> None:
+        if not await self._still_ours(path):
+            await self._drop(path)
+
+    async def _drop(self, path: str) -> None:
+        """Make the kernel (and the kept listings) forget ``path``."""
         self._drop_listings(path)
+        # A folder's node is kept until it goes (not when a file in it changes: this mount's own
+        # saves come back as events, and each would cost the next save a query for the folder).
+        self._folders.pop(path, None)
         ino = self.inodes.known(path)
         parent_ino = self.inodes.known(parent_of(path)) if path else None
         for target in (ino, parent_ino):
@@ -628,10 +706,29 @@ class HostOperations(pyfuse3.Operations):
             pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
                                            ignore_enoent=True)
 
+    async def _still_ours(self, path: str) -> bool:
+        """Whether the store holds, now (after the event's commit), a version this mount wrote
+        at ``path``. Then no write from elsewhere came after the event's, or it is already
+        overwritten by ours, and the kernel holds our last one (a later write from elsewhere
+        sends its own event). One of our versions, not only the last: in a run of quick saves
+        an event's check may read the version before the save that has just landed."""
+        def check() -> Any:
+            try:
+                return self._tree().stat(path)
+            except Exception:
+                return None  # gone, unreadable, or the store is away: drop it as any change
+        async with self._own_checks:  # (and within the pool's limiter, as every store call)
+            node = await trio.to_thread.run_sync(check, limiter=self.limiter)
+        own = self._wrote.get(nfc(path))
+        ours = node is not None and own is not None and not node.is_dir and node.version in own[1]
+        log.debug("store call: own event %s (%s)", path, "still ours" if ours else "changed: dropped")
+        return ours
+
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""
         self.listings.clear()
         self._folders.clear()
+        self._wrote.clear()
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
 
