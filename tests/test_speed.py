@@ -62,7 +62,7 @@ def _create_params(org: int, guild: int, key: str) -> dict[str, Any]:
     return {"org_id": org, "kind": "note", "level": "guild", "guild_id": guild, "agent_id": None, "owner": guild,
             "key": key, "path": f"org/{org}/guilds/{guild}/{key}", "content": "x", "json": None, "by": "t",
             "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None,
-            **provenance.actor_params(SYSTEM)}
+            "hidden_for": 1, **provenance.actor_params(SYSTEM)}
 
 
 def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot) -> None:
@@ -72,8 +72,11 @@ def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot)
     insert_notes(db, org, "guild", empty, ["x"])
     insert_notes(db, org, "guild", full, ["x"] * 9_000)
     _settle(db)
-    # The note write (update, else create under the cap) and the bare capped insert (memory.md).
-    for statement in (notes._UPDATE_NOTE, storage._INSERT_UNDER_CAP.format(columns=storage.NOTE_COLUMNS)):
+    # The note write (update, else create under the cap), as a plain save runs it (checking the
+    # writer's rename-away hiding itself) and as the full path does, and the bare capped insert
+    # (memory.md).
+    for statement in (storage._update_sql("note", guard_hidden=True), storage._update_sql("note"),
+                      storage._INSERT_UNDER_CAP.format(columns=storage.NOTE_COLUMNS)):
         first = _buffers(db, statement, _create_params(org, empty, "new.md"))
         nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
         # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What
