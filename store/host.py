@@ -248,8 +248,8 @@ class HostTree:
                 # The create that follows a rename-away save: the file's next version, so it
                 # keeps its identity, history and embeds. A condition (If-None-Match: *, the
                 # client's "it is gone") holds only if nobody changed the file meanwhile. The
-                # write and the end of the hiding are two writes that must be one (inside
-                # transaction() already, this is a savepoint).
+                # write and the end of the hiding are two writes that must be one: a transaction
+                # of their own under single_write(), a savepoint inside transaction().
                 if_version = moved_away if cond.conditional else None
                 with conn.transaction():
                     written = family.write(conn, folder, name, text, self.actor, if_version=if_version)
