@@ -77,6 +77,32 @@ def note(i: int) -> str:
     return f"# note {i}\n\n" + ("Some words about topic %d, searchable and plain. " % i) * (20 + i % 60)
 
 
+def seed(db: Any, notes: int) -> tuple[dict[str, Any], str]:
+    """The benchmark's login and a guild holding ``notes`` notes n1.md.. of 1-4 KB (``note``):
+    (the bootstrap's ids, the guild's folder path), vacuumed and analysed as autovacuum would."""
+    from store import admin
+    boot = admin.bootstrap(db, email=USER, password=PASSWORD)
+    folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    with db.transaction() as conn:
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
+                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', c
+                          FROM unnest(%s::int[], %s::text[]) AS t(i, c)""",
+                     (boot["org_id"], boot["guild_id"], folder + "/", list(range(1, notes + 1)),
+                      [note(i) for i in range(1, notes + 1)]))
+    with db.connection() as conn:
+        conn.execute("VACUUM ANALYZE")
+    return boot, folder
+
+
+def seed_files(folder: str, notes: int) -> Path:
+    """A new temporary directory holding the same notes as ``seed`` at the same path."""
+    root = Path(tempfile.mkdtemp(prefix="hostfinder-bench-files-"))
+    (root / folder).mkdir(parents=True)
+    for i in range(1, notes + 1):
+        (root / folder / f"n{i}.md").write_text(note(i))
+    return root
+
+
 def _files_app(root: Path) -> Any:
     from wsgidav.fs_dav_provider import FilesystemProvider
     from wsgidav.wsgidav_app import WsgiDAVApp
@@ -201,23 +227,12 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None, wo
     from store.db import Database
 
     db = Database(conninfo, max_size=4).open()
-    boot = admin.bootstrap(db, email=USER, password=PASSWORD)
-    org, guild = boot["org_id"], boot["guild_id"]
-    folder = f"org/{org}/guilds/{guild}"
-    with db.transaction() as conn:
-        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
-                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', c
-                          FROM unnest(%s::int[], %s::text[]) AS t(i, c)""",
-                     (org, guild, folder + "/", list(range(1, notes + 1)), [note(i) for i in range(1, notes + 1)]))
-    with db.connection() as conn:
-        conn.execute("VACUUM ANALYZE")
+    boot, folder = seed(db, notes)
+    org = boot["org_id"]
     guilds = [admin.create_guild(db, org_id=org, name=f"creates {r}")["id"] for r in range(runs)]
     db.close()
 
-    root = Path(tempfile.mkdtemp(prefix="hostfinder-bench-files-"))
-    (root / folder).mkdir(parents=True)
-    for i in range(1, notes + 1):
-        (root / folder / f"n{i}.md").write_text(note(i))
+    root = seed_files(folder, notes)
     for target in ("files", "rclone"):
         for r in range(runs):
             (root / f"{target}-creates-{r}").mkdir()
@@ -287,25 +302,14 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def scaling(conninfo: str, runs: int, peer: str | None = None, notes: int = 500, gets: int = 6000) -> None:
-    from store import admin
     from store.db import Database
 
     if shutil.which("curl") is None:
         raise SystemExit("--scaling: curl is not installed")
     db = Database(conninfo, max_size=2).open()
-    boot = admin.bootstrap(db, email=USER, password=PASSWORD)
-    folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
-    with db.transaction() as conn:
-        conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
-                        SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', c
-                          FROM unnest(%s::int[], %s::text[]) AS t(i, c)""",
-                     (boot["org_id"], boot["guild_id"], folder + "/", list(range(1, notes + 1)),
-                      [note(i) for i in range(1, notes + 1)]))
+    _, folder = seed(db, notes)
     db.close()
-    root = Path(tempfile.mkdtemp(prefix="hostfinder-bench-files-"))
-    (root / folder).mkdir(parents=True)
-    for i in range(1, notes + 1):
-        (root / folder / f"n{i}.md").write_text(note(i))
+    root = seed_files(folder, notes)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     servers: dict[str, tuple[subprocess.Popen, str]] = {}
     rates: dict[str, list[float]] = {}

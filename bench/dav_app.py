@@ -20,13 +20,11 @@ import base64
 import io
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from bench.dav import PASSWORD, USER, _files_app, note
+from bench.dav import PASSWORD, USER, _files_app, note, seed, seed_files
 
 AUTH = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 NOTES = 10_000
@@ -82,21 +80,10 @@ def main() -> None:
 
     with bench_database("hf_bench_dav_app") as url:
         db = Database(url, max_size=4).open()
-        boot = admin.bootstrap(db, email=USER, password=PASSWORD)
-        org, guild = boot["org_id"], boot["guild_id"]
-        folder = f"org/{org}/guilds/{guild}"
-        with db.transaction() as conn:
-            conn.execute("""INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)
-                            SELECT %s, 'note', 'guild', %s, 'n' || i || '.md', %s || 'n' || i || '.md', c
-                              FROM unnest(%s::int[], %s::text[]) AS t(i, c)""",
-                         (org, guild, folder + "/", list(range(1, NOTES + 1)), [note(i) for i in range(1, NOTES + 1)]))
-        with db.connection() as conn:
-            conn.execute("VACUUM ANALYZE")
+        boot, folder = seed(db, NOTES)
+        org = boot["org_id"]
         guilds = [admin.create_guild(db, org_id=org, name=f"creates {r}")["id"] for r in range(args.runs + 1)]
-        root = Path(tempfile.mkdtemp(prefix="hostfinder-bench-files-"))
-        (root / folder).mkdir(parents=True)
-        for i in range(1, NOTES + 1):
-            (root / folder / f"n{i}.md").write_text(note(i))
+        root = seed_files(folder, NOTES)
         for r in range(args.runs + 1):
             (root / f"creates-{r}").mkdir()
         gateway = Gateway(db)

@@ -67,6 +67,18 @@ def translate_integrity_error(exc: psycopg.errors.IntegrityError) -> StoreError:
     return Conflict(f"the change conflicts with the current state ({diag.message_primary})")
 
 
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    """A violated constraint as the store error it means, and a value PostgreSQL cannot hold as
+    the client's Invalid (the translation every writing block shares)."""
+    try:
+        yield
+    except psycopg.errors.IntegrityError as exc:
+        raise translate_integrity_error(exc) from exc
+    except (psycopg.DataError, UnicodeEncodeError) as exc:
+        raise unstorable(exc) from exc
+
+
 def unstorable(exc: BaseException) -> Invalid:
     """A value PostgreSQL cannot hold (a NUL in text, an unpaired surrogate, a number out of range,
     a timestamp past year 9999) as the client's mistake it is: one place for every such value, wherever
@@ -271,13 +283,8 @@ class Database:
         pending: list[Callable[[], None]] = []
         token = _after_commit.set(pending)
         try:
-            with self._borrow() as conn:
-                try:
-                    yield conn
-                except psycopg.errors.IntegrityError as exc:
-                    raise translate_integrity_error(exc) from exc
-                except (psycopg.DataError, UnicodeEncodeError) as exc:
-                    raise unstorable(exc) from exc
+            with self._borrow() as conn, _store_errors():
+                yield conn
         finally:
             _after_commit.reset(token)
             for fn in pending:
@@ -291,14 +298,8 @@ class Database:
         pending: list[Callable[[], None]] = []
         token = _after_commit.set(pending)
         try:
-            with self._borrow() as conn:
-                try:
-                    with conn.transaction():
-                        yield conn
-                except psycopg.errors.IntegrityError as exc:
-                    raise translate_integrity_error(exc) from exc
-                except (psycopg.DataError, UnicodeEncodeError) as exc:
-                    raise unstorable(exc) from exc
+            with self._borrow() as conn, _store_errors(), conn.transaction():  # COMMIT's errors too
+                yield conn
         finally:
             _after_commit.reset(token)
         for fn in pending:

@@ -148,6 +148,21 @@ def wait_for_lock_waiters(conninfo: str, n: int, timeout: float = 10.0) -> None:
             time.sleep(0.02)
 
 
+def record_answers(monkeypatch: pytest.MonkeyPatch, fast_path: Any) -> list[str]:
+    """Wrap ``fast_path.answer`` (dav_provider.fastget or fastput) to record the paths it answered
+    itself; None from it means WsgiDAV answered, and nothing is recorded."""
+    answered: list[str] = []
+    real = fast_path.answer
+
+    def recording(provider: Any, door: Any, environ: dict[str, Any], start_response: Any) -> Any:
+        result = real(provider, door, environ, start_response)
+        if result is not None:
+            answered.append(environ["PATH_INFO"])
+        return result
+    monkeypatch.setattr(fast_path, "answer", recording)
+    return answered
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dav_provider import fastget
+from tests.conftest import record_answers
 
 UNCHANGED = "Thu, 01 Jan 2099 00:00:00 GMT"
 LONG_AGO = "Thu, 01 Jan 1970 00:00:00 GMT"
@@ -18,16 +19,7 @@ LONG_AGO = "Thu, 01 Jan 1970 00:00:00 GMT"
 @pytest.fixture
 def fast_answers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths the fast path answered (None from it means WsgiDAV answered)."""
-    answered: list[str] = []
-    real = fastget.answer
-
-    def recording(provider: Any, door: Any, environ: dict[str, Any], start_response: Any) -> Any:
-        result = real(provider, door, environ, start_response)
-        if result is not None:
-            answered.append(environ["PATH_INFO"])
-        return result
-    monkeypatch.setattr(fastget, "answer", recording)
-    return answered
+    return record_answers(monkeypatch, fastget)
 
 
 def _both(server: Any, session: Any, method: str, url: str, headers: dict[str, str]) -> tuple[Any, Any]:

@@ -17,8 +17,8 @@ import pytest
 from dav_provider import fastput
 from store import admin
 
+from tests.conftest import record_answers, wait_for_lock_waiters
 from tests.test_dav import Dav
-from tests.conftest import wait_for_lock_waiters
 from tests.test_dav_locks import lock, lock_body
 
 STRIP = {"date", "connection", "keep-alive"}
@@ -27,16 +27,7 @@ STRIP = {"date", "connection", "keep-alive"}
 @pytest.fixture
 def fast_answers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths the fast path answered (None from it means WsgiDAV answered)."""
-    answered: list[str] = []
-    real = fastput.answer
-
-    def recording(provider: Any, door: Any, environ: dict[str, Any], start_response: Any) -> Any:
-        result = real(provider, door, environ, start_response)
-        if result is not None:
-            answered.append(environ["PATH_INFO"])
-        return result
-    monkeypatch.setattr(fastput, "answer", recording)
-    return answered
+    return record_answers(monkeypatch, fastput)
 
 
 def _generic(server: Any, session: Any, url: str, data: bytes, **kw: Any) -> Any:
