@@ -2,6 +2,8 @@
 one yet shows an empty version 0), writable, and never deleted or moved."""
 from __future__ import annotations
 
+from typing import Any
+
 from store.db import Conn
 from store.errors import Forbidden, StoreError
 from store.families.base import Family, as_bytes
@@ -14,6 +16,16 @@ class AgentRootFile(Family):
 
     def _row(self, conn: Conn, folder: Folder, *, content: bool, hidden_for: int | None = None) -> dict | None:
         raise NotImplementedError
+
+    @staticmethod
+    def _one(conn: Conn, sql: str, hidden_params: list, folder: Folder) -> dict | None:
+        """The one row of ``sql`` (its last parameters: the agent's id, then its organisation's),
+        or None when that agent is not the organisation's or a rename-away save hides the file
+        (the ``hidden`` column of store.families.artifacts.hidden_clause)."""
+        row: dict[str, Any] | None = conn.execute(sql, [*hidden_params, folder.owner_id, folder.org_id]).fetchone()
+        if row is None or row.pop("hidden", False):
+            return None
+        return row
 
     def list(self, conn: Conn, folder: Folder) -> list[dict]:
         row = self._row(conn, folder, content=False)

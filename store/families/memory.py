@@ -2,7 +2,6 @@
 memory yet shows an empty version-0 memory.md, which its first write creates."""
 from __future__ import annotations
 
-from typing import Any
 
 from store import memory
 from store.access import Actor
@@ -34,10 +33,7 @@ class Memory(AgentRootFile):
                f" coalesce(m.updated_at, a.created_at) AS updated_at{text}{hidden}"
                " FROM agents a LEFT JOIN artifacts m ON m.agent_id = a.id AND m.kind = 'memory'"
                " AND m.deleted_at IS NULL WHERE a.id = %s AND a.org_id = %s")
-        row: dict[str, Any] | None = conn.execute(sql, [*params, folder.owner_id, folder.org_id]).fetchone()
-        if row is None or row.pop("hidden", False):
-            return None
-        return row
+        return self._one(conn, sql, params, folder)
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
               if_version: int | None = None) -> dict | None:

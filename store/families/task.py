@@ -1,7 +1,6 @@
 """The standing task as a file: task.md in an agent's folder (store.tasks)."""
 from __future__ import annotations
 
-from typing import Any
 
 from store import tasks
 from store.access import Actor
@@ -27,10 +26,7 @@ class Task(AgentRootFile):
         text = ", task AS content" if content else ""
         sql = (f"SELECT 'task.md' AS name, octet_length(task) AS size, task_version AS version, 't' || id AS tag,"
                f" created_at, task_updated_at AS updated_at{text}{hidden} FROM agents WHERE id = %s AND org_id = %s")
-        row: dict[str, Any] | None = conn.execute(sql, [*params, folder.owner_id, folder.org_id]).fetchone()
-        if row is None or row.pop("hidden", False):
-            return None
-        return row
+        return self._one(conn, sql, params, folder)
 
     def write(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
               if_version: int | None = None) -> dict | None:
