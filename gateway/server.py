@@ -28,6 +28,7 @@ from store.db import UNAVAILABLE_MESSAGE, Database, outage_met
 from store.errors import Unavailable
 from store.filecache import FileCache
 from store.login_watch import LoginWatch
+from store.search_index import SearchIndexer
 from web import create_app as create_web_app
 
 access_log = logging.getLogger("hostfinder.access")
@@ -50,11 +51,14 @@ class Gateway:
         # always read what any of them last wrote. With it (one gateway), repeated reads come from
         # memory, kept exact by change events (store.filecache).
         self.cache = FileCache(db.conninfo).start() if read_cache else None
+        # Notes' search vectors are filled after their saves, not in them (sql/080).
+        self.indexer = SearchIndexer(db).start()
         self.api = create_app(db, door=self.door)
         self.dav = build_dav_app(db, self.door, cache=self.cache)
         self.web = create_web_app(db, door=self.door)
 
     def close(self) -> None:
+        self.indexer.stop()
         self.login_watch.stop()
         if self.cache is not None:
             self.cache.stop()

@@ -160,7 +160,9 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
     statement (store.provenance.change_cte), so an overwrite is one round trip in all. Columns:
     current_version (None: nothing there), owner_count, created, change_id, hidden, and the
     written row (id None: nothing written). ``guard_hidden``: nothing is written while the path is
-    hidden from user %(hidden_for)s (hidden is then true)."""
+    hidden from user %(hidden_for)s (hidden is then true). The raised version is what makes a
+    note's search vector stale (sql/080); dropping the old vector as well spares the GIN index an
+    entry nothing will read (the indexer writes the new one)."""
     hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guard_hidden else "false"
     return f"""
         WITH h AS (SELECT {hidden} AS hidden),
@@ -169,7 +171,7 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
                         AND NOT (SELECT hidden FROM h)
                       FOR UPDATE),
              upd AS (UPDATE artifacts a
-                        SET content = %(content)s, version = a.version + 1,
+                        SET content = %(content)s, version = a.version + 1, note_search = NULL,
                             updated_at = clock_timestamp(), updated_by = %(by)s
                        FROM cur
                       WHERE a.id = cur.id AND %(may_update)s
@@ -275,7 +277,7 @@ def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: st
         f"""UPDATE artifacts SET key = %s, display_path = %s, level = coalesce(%s, level),
                    guild_id = CASE WHEN %s::text IS NULL THEN guild_id ELSE %s END,
                    agent_id = CASE WHEN %s::text IS NULL THEN agent_id ELSE %s END,
-                   version = version + 1, updated_at = clock_timestamp(), updated_by = %s
+                   version = version + 1, note_search = NULL, updated_at = clock_timestamp(), updated_by = %s
              WHERE id = %s RETURNING {NOTE_COLUMNS}""",
         (key, dst, level, level, guild_id, level, agent_id, actor.name, row_id)).fetchone()
     record_change(conn, org_id=org_id, display_path=src, operation="move", version=row["version"], actor=actor)

@@ -1,10 +1,12 @@
 """note_find: ranking, levels, grants, limits, what never appears, and the index plan."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from api.errors import status_of
-from store import admin, memory, note_search, notes, scripts, tools
+from store import admin, memory, note_search, notes, scripts, search_index, tools
 from store.access import SYSTEM, Principal
 from store.agents import load_agent
 from store.errors import StoreError
@@ -74,6 +76,7 @@ def test_note_find_over_10000_notes_answers_from_the_gin_index(db, boot) -> None
     org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
     insert_notes(db, org, "guild", guild,
                  [f"note number w{i} about topic{i % 50} and shared words" for i in range(1, 10_001)])
+    assert search_index.index_pending(db) >= 10_000
     with db.connection() as conn:
         conn.execute("ANALYZE artifacts")
         agent_row = load_agent(conn, agent, {org})
@@ -83,3 +86,59 @@ def test_note_find_over_10000_notes_answers_from_the_gin_index(db, boot) -> None
     assert "artifacts_note_search" in plan, plan
     assert "Seq Scan on artifacts" not in plan, plan
     assert [h["key"] for h in hits] == ["n4007.md"]
+
+
+def _found(conn, agent_row, query: str) -> list[tuple[str, float]]:
+    return [(h["key"], h["rank"]) for h in note_search.find_notes(conn, agent_row, query, levels=["agent", "guild", "org"])]
+
+
+def _pending(conn, path: str) -> bool:
+    return conn.execute("SELECT note_search_pending FROM artifacts WHERE display_path = %s AND deleted_at IS NULL",
+                        (path,)).fetchone()["note_search_pending"]
+
+
+def test_a_saved_note_is_found_by_its_new_words_at_once_and_never_by_its_old_ones(db, boot) -> None:
+    """A note's vector is filled after its save (store/search_index.py); note_find answers the same
+    before and after, with the same rank."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    path = f"org/{org}/guilds/{guild}/fresh-idea.md"
+    with db.transaction() as conn:   # the indexer cannot see this transaction's write: surely pending
+        agent_row = load_agent(conn, agent, {org})
+        notes.write_note(conn, org, "guild", guild, "fresh-idea.md", "alpha alpha words", SYSTEM)
+        assert _pending(conn, path)
+        before = _found(conn, agent_row, "alpha")
+        assert [k for k, _ in before] == ["fresh-idea.md"]
+        assert [k for k, _ in _found(conn, agent_row, "idea")] == ["fresh-idea.md"]   # its name's words too
+    search_index.index_pending(db)
+    with db.transaction() as conn:
+        assert not _pending(conn, path)
+        assert _found(conn, agent_row, "alpha") == before
+        notes.write_note(conn, org, "guild", guild, "fresh-idea.md", "beta words", SYSTEM)
+        assert _pending(conn, path)
+        assert _found(conn, agent_row, "alpha") == []
+        assert [k for k, _ in _found(conn, agent_row, "beta")] == ["fresh-idea.md"]
+        notes.move_note(conn, (org, "guild", guild, "fresh-idea.md"), (org, "guild", guild, "renamed-plan.md"),
+                        SYSTEM, replace=False)
+        assert _found(conn, agent_row, "idea") == []
+        assert [k for k, _ in _found(conn, agent_row, "renamed beta")] == ["renamed-plan.md"]
+    search_index.index_pending(db)
+    with db.transaction() as conn:
+        assert not _pending(conn, path.replace("fresh-idea", "renamed-plan"))
+        assert _found(conn, agent_row, "alpha") == [] and _found(conn, agent_row, "idea") == []
+        assert [k for k, _ in _found(conn, agent_row, "renamed beta")] == ["renamed-plan.md"]
+
+
+def test_the_gateway_indexes_what_any_writer_saved(db, boot, server) -> None:
+    """The gateway's indexer picks up notes written elsewhere (here: straight into the table, as
+    a bulk import or another process would) without being told."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    insert_notes(db, org, "guild", guild, [f"imported note {i}" for i in range(1, 201)])
+    deadline = time.monotonic() + 15
+    while True:
+        with db.connection() as conn:
+            left = conn.execute("SELECT count(*) AS n FROM artifacts WHERE note_search_pending"
+                                " AND deleted_at IS NULL").fetchone()["n"]
+        if left == 0:
+            break
+        assert time.monotonic() < deadline, f"{left} notes still wait for their search vector"
+        time.sleep(0.2)
