@@ -205,6 +205,8 @@ class HostLockManager(LockManager):
 
     def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
         errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
+        if not self.storage.get_lock_list("/", include_root=True, include_children=True, token_only=True):
+            return errcond  # no lock anywhere (the common case, known without a query): nothing to walk
         covering: list[dict[str, Any]] = []
         u = url
         while u:
