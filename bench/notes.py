@@ -60,7 +60,7 @@ def run(dburl: str, writes: int, finds: int, n_notes: int) -> None:
                                    'guild note marker' || i || ' topic' || (i %% 97) || ' bravo delta'
                               FROM generate_series(1, %(n)s) AS i""", {"o": org, "g": guild, "n": n_notes})
             # What the gateway's indexer does within moments of a write (store/search_index.py).
-            search_index.index_pending(db)
+            search_index.index_pending(conn)
             conn.execute("ANALYZE artifacts")
             queries = [f"topic{i % 97} marker{(i * 37) % n_notes}" for i in range(finds)]
             t = time.perf_counter()

@@ -51,8 +51,8 @@ class Gateway:
         # always read what any of them last wrote. With it (one gateway), repeated reads come from
         # memory, kept exact by change events (store.filecache).
         self.cache = FileCache(db.conninfo).start() if read_cache else None
-        # Notes' search vectors are filled after their saves, not in them (sql/080).
-        self.indexer = SearchIndexer(db).start()
+        # Notes' search vectors are filled after their saves, not in them (sql/015).
+        self.indexer = SearchIndexer(db.conninfo).start()
         self.api = create_app(db, door=self.door)
         self.dav = build_dav_app(db, self.door, cache=self.cache)
         self.web = create_web_app(db, door=self.door)

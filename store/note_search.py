@@ -2,7 +2,7 @@
 
 websearch_to_tsquery grammar with the 'simple' configuration (terms AND, OR widens, quotes keep a
 phrase, - excludes). A note's vector is written after its save, by the indexer
-(store/search_index.py); until then the note is note_search_pending (sql/080). The
+(store/search_index.py); until then the note is note_search_pending (sql/015). The
 search has two arms, each answered from its own partial index: notes with a current vector through
 the GIN index artifacts_note_search, and notes not yet indexed (a save of the last moment) through
 artifacts_note_search_pending, their vector computed on the spot by the same note_vector(). So a

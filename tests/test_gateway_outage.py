@@ -97,6 +97,17 @@ def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage) ->
     assert r.status_code == 201
     # What was refused during the outage was not stored.
     assert requests.get(f"{server.url}/dav/org/{boot['org_id']}/during.md", auth=auth, timeout=10).status_code == 404
+    # The search indexer's own connection died with the server: it reconnects unaided and
+    # indexes what was written since (store/search_index.py).
+    deadline = time.monotonic() + 15
+    while True:
+        with server.db.connection() as conn:
+            waiting = conn.execute("SELECT count(*) AS n FROM artifacts WHERE note_search_pending"
+                                   " AND deleted_at IS NULL").fetchone()["n"]
+        if not waiting:
+            break
+        assert time.monotonic() < deadline, f"{waiting} notes still wait for their search vector"
+        time.sleep(0.2)
 
 
 def test_no_write_is_acknowledged_that_was_not_committed(outage) -> None:

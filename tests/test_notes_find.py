@@ -76,7 +76,7 @@ def test_note_find_over_10000_notes_answers_from_the_gin_index(db, boot) -> None
     org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
     insert_notes(db, org, "guild", guild,
                  [f"note number w{i} about topic{i % 50} and shared words" for i in range(1, 10_001)])
-    assert search_index.index_pending(db) >= 10_000
+    assert _index(db) >= 10_000
     with db.connection() as conn:
         conn.execute("ANALYZE artifacts")
         agent_row = load_agent(conn, agent, {org})
@@ -86,6 +86,12 @@ def test_note_find_over_10000_notes_answers_from_the_gin_index(db, boot) -> None
     assert "artifacts_note_search" in plan, plan
     assert "Seq Scan on artifacts" not in plan, plan
     assert [h["key"] for h in hits] == ["n4007.md"]
+
+
+def _index(db) -> int:
+    """What the gateway's indexer does moments after a write."""
+    with db.connection() as conn:
+        return search_index.index_pending(conn)
 
 
 def _found(conn, agent_row, query: str) -> list[tuple[str, float]]:
@@ -109,7 +115,7 @@ def test_a_saved_note_is_found_by_its_new_words_at_once_and_never_by_its_old_one
         before = _found(conn, agent_row, "alpha")
         assert [k for k, _ in before] == ["fresh-idea.md"]
         assert [k for k, _ in _found(conn, agent_row, "idea")] == ["fresh-idea.md"]   # its name's words too
-    search_index.index_pending(db)
+    _index(db)
     with db.transaction() as conn:
         assert not _pending(conn, path)
         assert _found(conn, agent_row, "alpha") == before
@@ -121,7 +127,7 @@ def test_a_saved_note_is_found_by_its_new_words_at_once_and_never_by_its_old_one
                         SYSTEM, replace=False)
         assert _found(conn, agent_row, "idea") == []
         assert [k for k, _ in _found(conn, agent_row, "renamed beta")] == ["renamed-plan.md"]
-    search_index.index_pending(db)
+    _index(db)
     with db.transaction() as conn:
         assert not _pending(conn, path.replace("fresh-idea", "renamed-plan"))
         assert _found(conn, agent_row, "alpha") == [] and _found(conn, agent_row, "idea") == []
