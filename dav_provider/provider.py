@@ -44,7 +44,7 @@ class HostDAVProvider(DAVProvider):
             principal = environ.get(PRINCIPAL_KEY)
             if principal is None:
                 return None
-            tree = environ[TREE] = HostTree(self.db, principal, cache=self.cache)
+            tree = environ[TREE] = HostTree(self.db, principal, cache=self.cache, honour_leases=False)
         return tree
 
     def get_resource_inst(self, path: str, environ: dict[str, Any]) -> FolderResource | FileResource | None:

@@ -97,9 +97,12 @@ class HostTree:
     CONTENT_TTL = 1.0
 
     def __init__(self, db: Database, principal: Principal, *, cache: FileCache | None = None,
-                 content_ttl: float | None = None) -> None:
+                 content_ttl: float | None = None, honour_leases: bool = True) -> None:
         """``cache`` is the process's event-kept content cache (store.filecache), shared by every
-        tree; ``content_ttl`` overrides how long stat() keeps a file's bytes for the next read()."""
+        tree; ``content_ttl`` overrides how long stat() keeps a file's bytes for the next read().
+        ``honour_leases``: refuse (Locked) to write, move or delete a path that someone's lease
+        covers (store.locks: a WebDAV client's lock). False only for WebDAV, whose requests carry
+        their lock tokens and are checked against them by WsgiDAV before they reach the tree."""
         if principal.kind != "user":
             raise Forbidden("the Host tree is for member users; a service token reaches the store through the API")
         self.db = db
@@ -108,6 +111,7 @@ class HostTree:
             self.CONTENT_TTL = content_ttl
         self.principal = principal
         self.actor = principal.actor
+        self.honour_leases = honour_leases
         self._recent: dict[str, tuple[float, int, bytes]] = {}
         self._lock = threading.Lock()
 
@@ -230,7 +234,8 @@ class HostTree:
             # its next version.
             try:
                 with self.db.single_write() as conn:
-                    row = family.write_first(conn, folder, name, text, self.actor, hidden_for=self._uid)
+                    row = family.write_first(conn, folder, name, text, self.actor, hidden_for=self._uid,
+                                             honour_leases=self.honour_leases)
                 return _file_node(folder, name, family, row), row["version"] > 1
             except (storage.Hidden, NotFound):
                 pass
@@ -238,6 +243,7 @@ class HostTree:
         # locks (the version, a create race, the owner's cap), so a family whose write is one
         # statement needs no transaction around them (two round trips fewer).
         with self.db.single_write() if family.single_statement_write else self.db.transaction() as conn:
+            self._refuse_if_leased(conn, tree_path)
             current = self._family_node(conn, folder, name, family)
             moved_away = None
             if current is None:  # (a file there is proof enough of its folder)
@@ -289,6 +295,7 @@ class HostTree:
                 raise refusal
             if self._family_node(conn, folder, name, family) is None:
                 raise NotFound(f"unknown file /{tree_path}")
+            self._refuse_if_leased(conn, tree_path)
             family.delete(conn, folder, name, self.actor)
             properties.clear(conn, tree_path)
             leases.clear(conn, tree_path)
@@ -330,6 +337,10 @@ class HostTree:
         with self.db.transaction() as conn:
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
+            if is_move and not _side(sp):
+                self._refuse_if_leased(conn, spath)   # a rename-away save of it too: it ends in a write
+            if not _side(dp):
+                self._refuse_if_leased(conn, dpath)
             # The source's content and family (None: a side file).
             sfam: Family | None = None
             if _side(sp):
@@ -476,6 +487,10 @@ class HostTree:
     def _family_node(self, conn: Conn, folder: Folder, name: str, family: Family) -> Node | None:
         row = family.stat(conn, folder, name, hidden_for=self._uid or None)
         return None if row is None else _file_node(folder, name, family, row)
+
+    def _refuse_if_leased(self, conn: Conn, path: str) -> None:
+        if self.honour_leases:
+            leases.refuse_if_leased(conn, path)
 
     def _unhide(self, conn: Conn, path: str) -> None:
         scratch.unhide(conn, self._uid, path)

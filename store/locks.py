@@ -2,7 +2,9 @@
 
 A lease is a token on a path with a depth (0 or infinity), an expiry and the front end's own data
 (WebDAV keeps scope, type, owner XML and principal there). Expired leases are invisible and purged
-lazily. The Host tree clears a node's leases when the node is deleted or moved away.
+lazily. The Host tree clears a node's leases when the node is deleted or moved away, and refuses
+to change a leased path for every caller that holds no token (the FUSE mount, the web app):
+WebDAV's own requests are checked by WsgiDAV against the tokens they send.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from store.db import Conn, Database, like_escape
+from store.errors import Locked
 
 Lease = dict[str, Any]
 
@@ -68,6 +71,36 @@ def covering(conn: Conn, path: str, *, include_root: bool = True, include_childr
            ORDER BY created_at""",
         (include_root, path, ancestors, include_children, _like_prefix(path) if path else "%")).fetchall()
     return [_row(r) for r in rows]
+
+
+# Who holds a lease that covers a path (a lease on it, or on a folder above it with depth
+# infinity, as covering() reads them), or NULL: a select-list item a write adds to its own
+# statement (store.storage), so that honouring leases costs no round trip of its own.
+# Parameters: %(path)s and %(path_ancestors)s (ancestors()).
+LEASED_BY_SQL = """(SELECT coalesce(l.data->>'principal', 'another client') FROM path_leases l
+                     WHERE l.expires_at > now()
+                       AND (l.path = %(path)s
+                            OR (l.path = ANY(%(path_ancestors)s::text[]) AND l.data->>'depth' = 'infinity'))
+                     LIMIT 1)"""
+
+
+def ancestors(path: str) -> list[str]:
+    """The folders above ``path`` whose depth-infinity leases cover it (LEASED_BY_SQL)."""
+    return _ancestors(path)
+
+
+def locked(path: str, holder: str) -> Locked:
+    """The one sentence for a change of a path someone else holds a lease on."""
+    return Locked(f"/{path} is locked by a WebDAV client of {holder}, which has it open for editing; "
+                  "save your change from that client, or try again once it has closed the file "
+                  "(its lock then ends)")
+
+
+def refuse_if_leased(conn: Conn, path: str) -> None:
+    """Raise ``locked`` while a live lease covers ``path``. For callers without lease tokens."""
+    held = covering(conn, path)
+    if held:
+        raise locked(path, held[0].get("principal") or "another client")
 
 
 def under(conn: Conn, folder: str) -> list[Lease]:

@@ -107,14 +107,14 @@ def list_org_notes(conn: Conn, org_id: int) -> list[dict]:
 
 def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: str, content: str,
                actor: Actor, *, if_version: int | None = None, create_only: bool = False,
-               hidden_for: int | None = None) -> dict:
+               hidden_for: int | None = None, honour_leases: bool = False) -> dict:
     """Create or update a note (see the module docstring); returns it without content.
-    ``hidden_for``: as store.storage.save_artifact."""
+    ``hidden_for``, ``honour_leases``: as store.storage.save_artifact."""
     key, path = _ref(org_id, level, owner_id, key)
     check_content(content)
     row, _ = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
                                  display_path=path, content=content, actor=actor, if_version=if_version,
-                                 create_only=create_only, hidden_for=hidden_for)
+                                 create_only=create_only, hidden_for=hidden_for, honour_leases=honour_leases)
     return row
 
 

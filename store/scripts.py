@@ -52,13 +52,15 @@ def list_scripts(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
 
 
 def write_script(conn: Conn, org_id: int, agent_id: int, name: str, content: str, actor: Actor, *,
-                 if_version: int | None = None, create_only: bool = False, hidden_for: int | None = None) -> dict:
+                 if_version: int | None = None, create_only: bool = False, hidden_for: int | None = None,
+                 honour_leases: bool = False) -> dict:
     name = check_name(name)
     check_content(content, "the script")
     path = script_path(org_id, agent_id, name)
     row, _ = save_artifact(conn, kind="script", org_id=org_id, level="agent", owner_id=agent_id,
                                  key=name, display_path=path, content=content, actor=actor,
-                                 if_version=if_version, create_only=create_only, hidden_for=hidden_for)
+                                 if_version=if_version, create_only=create_only, hidden_for=hidden_for,
+                                 honour_leases=honour_leases)
     return row
 
 

@@ -14,7 +14,7 @@ import functools
 import re
 from typing import Any
 
-from store import scratch
+from store import locks, scratch
 from store.access import Actor
 from store.db import Conn, on_constraint
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
@@ -160,15 +160,18 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
     statement (store.provenance.change_cte), so an overwrite is one round trip in all. Columns:
     current_version (None: nothing there), owner_count, created, change_id, hidden, and the
     written row (id None: nothing written). ``guard_hidden``: nothing is written while the path is
-    hidden from user %(hidden_for)s (hidden is then true). The raised version is what makes a
-    note's search vector stale (sql/080); dropping the old vector as well spares the GIN index an
+    hidden from user %(hidden_for)s (hidden is then true), nor while %(honour_leases)s and someone
+    holds a lease on it (store.locks; leased_by then names them). The raised version is what makes a
+    note's search vector stale (sql/015); dropping the old vector as well spares the GIN index an
     entry nothing will read (the indexer writes the new one)."""
     hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guard_hidden else "false"
+    leased_by = f"CASE WHEN %(honour_leases)s THEN {locks.LEASED_BY_SQL} END" if guard_hidden else "NULL::text"
     return f"""
-        WITH h AS (SELECT {hidden} AS hidden),
+        WITH h AS (SELECT g.*, g.hidden OR g.leased_by IS NOT NULL AS hold
+                     FROM (SELECT {hidden} AS hidden, {leased_by} AS leased_by) AS g),
              cur AS (SELECT id, version FROM artifacts
                       WHERE display_path = %(path)s AND deleted_at IS NULL AND kind = '{kind}'
-                        AND NOT (SELECT hidden FROM h)
+                        AND NOT (SELECT hold FROM h)
                       FOR UPDATE),
              upd AS (UPDATE artifacts a
                         SET content = %(content)s, version = a.version + 1, note_search = NULL,
@@ -179,13 +182,13 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
                       RETURNING {', '.join('a.' + c.strip() for c in NOTE_COLUMNS.split(','))}),
              n AS (SELECT live FROM owner_counts
                     WHERE org_id = %(org_id)s AND level = %(level)s AND owner_id = %(owner)s
-                      AND %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hidden FROM h)
+                      AND %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hold FROM h)
                       FOR UPDATE),
              ins AS (INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
                                             content, created_by, updated_by, created_at, updated_at)
                      SELECT %(org_id)s, '{kind}', %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
                             %(path)s, %(content)s, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
-                      WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hidden FROM h)
+                      WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hold FROM h)
                         AND coalesce((SELECT live FROM n), 0) < %(cap)s
                      ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
                      RETURNING {NOTE_COLUMNS}),
@@ -193,6 +196,7 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
              change AS ({change_cte("(SELECT org_id, display_path, CASE WHEN created THEN 'create' ELSE 'update' END"
                                     " AS operation, version FROM w) AS written")})
         SELECT (SELECT version FROM cur) AS current_version, (SELECT hidden FROM h) AS hidden,
+               (SELECT leased_by FROM h) AS leased_by,
                coalesce((SELECT live FROM n), 0) AS owner_count, (SELECT id FROM change) AS change_id,
                {notify_change("change")} AS notified, w.*
           FROM (VALUES (1)) AS v LEFT JOIN w ON true"""
@@ -200,7 +204,8 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
 
 def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,
                   display_path: str, content: str, actor: Actor, if_version: int | None = None,
-                  create_only: bool = False, hidden_for: int | None = None) -> tuple[dict, bool]:
+                  create_only: bool = False, hidden_for: int | None = None,
+                  honour_leases: bool = False) -> tuple[dict, bool]:
     """Create or update one artifact with its provenance row and event: (row, created).
     Concurrent writers of one path each get their own version (the row lock orders them); a
     create that loses a race becomes an update.
@@ -210,18 +215,23 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
     Each attempt is one statement (_update_sql); a second runs only after losing a create race.
     ``hidden_for`` (a user id): raise Hidden, writing nothing, while that user's rename-away save
-    hides the path."""
+    hides the path. ``honour_leases`` (with ``hidden_for``: a Host tree caller holding no lease
+    tokens): raise Locked, writing nothing, while a lease covers the path."""
     sql = _update_sql(kind, guard_hidden=hidden_for is not None)
     guild_id, agent_id = owner_columns(level, owner_id)
     params = {"hidden_for": hidden_for, "path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
               "owner": owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
-              "cap": OWNER_CAP, **actor_params(actor)}
+              "cap": OWNER_CAP, "honour_leases": honour_leases,
+              "path_ancestors": locks.ancestors(display_path) if honour_leases else [], **actor_params(actor)}
     for _ in range(2):
         row = conn.execute(sql, params).fetchone()
         current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
         change_id = row.pop("change_id")
         row.pop("notified")
+        leased_by = row.pop("leased_by")
+        if leased_by is not None:
+            raise locks.locked(display_path, leased_by)
         if row.pop("hidden"):
             raise Hidden(display_path)
         if row["id"] is not None:

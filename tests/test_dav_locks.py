@@ -10,7 +10,10 @@ import pytest
 import requests
 
 from store import login_watch
+from store.access import Door
 from store.db import Database
+from store.errors import Locked
+from store.host import HostTree
 from tests.conftest import RunningServer, running_gateway
 from tests.test_dav import Dav, artifact
 from tests.test_door_logins import delivered
@@ -198,3 +201,39 @@ def test_a_failure_of_ours_is_logged_whole_and_answered_with_a_sentence(caplog: 
     assert seen == ["500 Internal Server Error"]
     assert b"10.0.0.7" not in body and b"Source exception" not in body and b"logged" in body
     assert "Traceback" in caplog.text and "10.0.0.7" in caplog.text
+
+
+def test_a_webdav_lock_stops_changes_from_outside_webdav_and_says_who_holds_it(
+        server: Any, operator: requests.Session, boot: dict[str, Any], db: Database) -> None:
+    """The FUSE mount and the web app reach the store through the Host tree with no lock token:
+    a WebDAV client's lock refuses their changes (Locked: 423 on the web, EBUSY in the mount;
+    tests/rules runs the same rule on every surface) with a sentence naming the holder, while
+    the holder goes on saving through WebDAV with its token."""
+    dav = Dav(server, operator, boot)
+    note, member, other = f"{dav.g}/word.md", f"{dav.g}/new.md", f"{dav.g}/other.md"
+    assert dav.put(note, "draft").status_code == 201
+    assert dav.put(other, "other").status_code == 201
+    token = lock(dav, note)
+    tree = HostTree(db, Door(db).principal_for_email(boot["email"]))  # type: ignore[arg-type]
+    for change in (lambda: tree.write(note, b"from the mount"), lambda: tree.delete(note),
+                   lambda: tree.move(note, f"{dav.g}/elsewhere.md"),
+                   lambda: tree.move(note, note + "~"),         # an editor's rename-away save
+                   lambda: tree.move(other, note), lambda: tree.copy(other, note)):
+        with pytest.raises(Locked):
+            change()
+    with pytest.raises(Locked) as refused:
+        tree.write(note, b"from the mount")
+    assert refused.value.message.startswith(f"/{note} is locked by a WebDAV client of {boot['email']}")
+    assert artifact(db, note)["content"] == "draft" and artifact(db, note)["version"] == 1
+    assert artifact(db, other)["content"] == "other"
+    assert dav.put(note, "final", If=f"({token})").status_code == 204
+    # A folder locked with depth infinity: a new note in it too.
+    assert dav.req("UNLOCK", note, headers={"Lock-Token": token}).status_code == 204
+    folder_token = lock(dav, dav.g + "/", depth="infinity")
+    with pytest.raises(Locked):
+        tree.write(member, b"new")
+    assert artifact(db, member) is None
+    assert dav.req("UNLOCK", dav.g + "/", headers={"Lock-Token": folder_token}).status_code == 204
+    tree.write(member, b"new")
+    tree.write(note, b"after the lock")
+    assert artifact(db, note)["content"] == "after the lock"

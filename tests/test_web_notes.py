@@ -158,6 +158,39 @@ def test_a_save_over_a_newer_version_is_refused_with_both_versions(browser: Brow
     assert got["content"] == "status: amber (operator)\n" and got["version"] == 3
 
 
+LOCK_BODY = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+             b'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>Word</D:owner></D:lockinfo>')
+
+
+def test_a_note_open_in_word_over_webdav_is_not_saved_over(browser: Browser, boot, server, service,
+                                                            operator) -> None:
+    """Word holds a WebDAV lock on the note: the editor's Save is refused with the holder's name,
+    keeps what was typed, and writes nothing; once Word closes the file, Save works."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/report.md"
+    write(server, service, agent, "org", "report.md", "draft from Word\n")
+    login(browser, boot)
+    browser.open(f"/notes/{path}")
+    r = operator.request("LOCK", f"{server.url}/dav/{path}", data=LOCK_BODY,
+                         headers={"Timeout": "Second-300", "Depth": "0"})
+    assert r.status_code == 200, r.text
+    editor = browser.find("#note-content")
+    editor.clear()
+    editor.send_keys("my edit in the browser\n")
+    press(browser, "Save")
+    alert = browser.find(".flash.error")
+    assert f"/{path} is locked by a WebDAV client of {boot['email']}" in alert.text
+    assert browser.find("#note-content").get_attribute("value") == "my edit in the browser\n"
+    browser.shot("note-locked")
+    got = ok(note_get(server, service, agent, path))
+    assert got["content"] == "draft from Word\n" and got["version"] == 1
+    assert operator.request("UNLOCK", f"{server.url}/dav/{path}",
+                            headers={"Lock-Token": r.headers["Lock-Token"]}).status_code == 204
+    press(browser, "Save")
+    assert "Saved." in browser.text()
+    assert ok(note_get(server, service, agent, path))["content"] == "my edit in the browser\n"
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)

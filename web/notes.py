@@ -20,7 +20,9 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from store import embeds, files, notes, orgs
-from store.errors import AlreadyExists, Embedded, Invalid, NotANote, NotFound, PreconditionFailed, StoreError, TooLarge
+from store import locks as leases
+from store.errors import (AlreadyExists, Embedded, Invalid, Locked, NotANote, NotFound, PreconditionFailed,
+                          StoreError, TooLarge)
 from store.host import HostTree
 from store.paths import Target, nfc, note_path, parse
 from web.errors import status_of
@@ -316,6 +318,7 @@ def save(display_path: str) -> ResponseReturnValue:
             current = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
             if current is not None and current["version"] == opened and (current["content"] or "") == text:
                 return redirect(note_url(target.path, done="unchanged"))
+            leases.refuse_if_leased(conn, target.path)   # a WebDAV client (Word) has it open
             notes.write_note(conn, target.org_id, target.level, target.owner_id, target.name, text,
                              principal().actor, if_version=opened)
     except PreconditionFailed:
@@ -329,7 +332,7 @@ def save(display_path: str) -> ResponseReturnValue:
                                        new_name=f"yours (from v{opened})")}
         return _note_page(target, status=409, editor_text=text,
                           editor_version=theirs["version"] if theirs else 0, conflict=conflict)
-    except (Invalid, TooLarge) as exc:
+    except (Invalid, TooLarge, Locked) as exc:
         return _note_page(target, status=status_of(exc), editor_text=text, editor_version=opened,
                           error=exc.message.split("\n")[0], problems=exc.problems)
     return redirect(note_url(target.path, done="saved"))

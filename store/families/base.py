@@ -70,12 +70,13 @@ class Family:
         raise ReadOnly(self.read_only_sentence(folder))
 
     def write_first(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-                    hidden_for: int) -> dict:
+                    hidden_for: int, honour_leases: bool) -> dict:
         """An unconditional write() with no read before it, for a ``single_statement_write``
         family: the statement itself finds the folder (its foreign key: NotFound, nothing
         written) and writes nothing while a rename-away save of user ``hidden_for`` hides the
-        path (store.storage.Hidden). Returns the written file's row; a created file is at
-        version 1, a replaced one above."""
+        path (store.storage.Hidden) or, with ``honour_leases``, while a lease covers it
+        (Locked). Returns the written file's row; a created file is at version 1, a replaced
+        one above."""
         raise NotImplementedError
 
     def removal_refusal(self, folder: Folder, name: str, *, moving: bool) -> StoreError | None:

@@ -50,9 +50,10 @@ class Notes(Family):
         return file_row(row, row["key"], len(text.encode("utf-8")))
 
     def write_first(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-                    hidden_for: int) -> dict:
+                    hidden_for: int, honour_leases: bool) -> dict:
         r = ref(folder, name)
-        row = notes.write_note(conn, r.org_id, r.level, r.owner_id, r.key, text, actor, hidden_for=hidden_for)
+        row = notes.write_note(conn, r.org_id, r.level, r.owner_id, r.key, text, actor, hidden_for=hidden_for,
+                               honour_leases=honour_leases)
         return file_row(row, row["key"], len(text.encode("utf-8")))
 
     def delete(self, conn: Conn, folder: Folder, name: str, actor: Actor) -> None:

@@ -41,9 +41,9 @@ class Scripts(Family):
         return file_row(row, row["key"], len(text.encode("utf-8")))
 
     def write_first(self, conn: Conn, folder: Folder, name: str, text: str, actor: Actor, *,
-                    hidden_for: int) -> dict:
+                    hidden_for: int, honour_leases: bool) -> dict:
         row = scripts.write_script(conn, folder.org_id or 0, folder.owner_id or 0, name, text, actor,
-                                   hidden_for=hidden_for)
+                                   hidden_for=hidden_for, honour_leases=honour_leases)
         return file_row(row, row["key"], len(text.encode("utf-8")))
 
     def delete(self, conn: Conn, folder: Folder, name: str, actor: Actor) -> None:

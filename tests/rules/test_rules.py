@@ -483,14 +483,10 @@ LOCK_BODY = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:">
 
 
 def test_a_note_another_client_has_locked_refuses_changes(surface: Surface, place: Place, store: Store,
-                                                          gateway: Any, request: pytest.FixtureRequest) -> None:
+                                                          gateway: Any) -> None:
     """Bea has the note open in Word over WebDAV (an exclusive write lock). README: "while a client
-    holds a lock, a change without its token answers 423 and changes nothing"."""
-    if surface.name in ("tree", "fuse"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "defect: WebDAV locks are checked by WsgiDAV only; the Host tree never raises Locked, so the "
-            "tree and the FUSE mount overwrite, move and delete a note a WebDAV client has locked "
-            "(fuse_mount/errors.py maps Locked to EBUSY, but nothing raises it)")))
+    holds a lock, a change without its token answers 423 and changes nothing": on every surface
+    (the Host tree honours leases for callers without tokens, store/locks.py)."""
     path = f"{place.g}/locked.md"
     store.arrange.write(path, b"Bea's draft\n")
     bea = gateway.session(basic=("bea@example.com", "another long password"))
