@@ -79,8 +79,9 @@ def note(i: int) -> str:
 
 def seed(db: Any, notes: int) -> tuple[dict[str, Any], str]:
     """The benchmark's login and a guild holding ``notes`` notes n1.md.. of 1-4 KB (``note``):
-    (the bootstrap's ids, the guild's folder path), vacuumed and analysed as autovacuum would."""
-    from store import admin
+    (the bootstrap's ids, the guild's folder path), their search vectors filled as the gateway's
+    indexer would have filled them by then, vacuumed and analysed as autovacuum would."""
+    from store import admin, search_index
     boot = admin.bootstrap(db, email=USER, password=PASSWORD)
     folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
     with db.transaction() as conn:
@@ -90,6 +91,7 @@ def seed(db: Any, notes: int) -> tuple[dict[str, Any], str]:
                      (boot["org_id"], boot["guild_id"], folder + "/", list(range(1, notes + 1)),
                       [note(i) for i in range(1, notes + 1)]))
     with db.connection() as conn:
+        search_index.index_pending(conn, batch=1000)
         conn.execute("VACUUM ANALYZE")
     return boot, folder
 

@@ -28,7 +28,7 @@ import requests
 from bench.dav import PASSWORD, USER, _serve
 from bench.harness import bench_database
 from gateway.server import Gateway
-from store import admin
+from store import admin, search_index
 from store.db import Database
 
 
@@ -55,7 +55,9 @@ def _grow(db: Database, org: int, total: int, per_guild: int) -> int:
         _seed(db, org, guild, 1, n)
         have += n
     with db.connection() as conn:
-        conn.execute("ANALYZE")  # what autovacuum does after a bulk load; both phases get it
+        # What the gateway's indexer and autovacuum do after a bulk load; both phases get it.
+        search_index.index_pending(conn, batch=1000)
+        conn.execute("ANALYZE")
     return have
 
 
@@ -109,6 +111,7 @@ def run(conninfo: str, notes: int, large: int, n: int, stats: bool) -> None:
     org, guild = boot["org_id"], boot["guild_id"]
     _seed(db, org, guild, 1, notes)
     with db.connection() as conn:
+        search_index.index_pending(conn, batch=1000)
         conn.execute("ANALYZE")
         if stats:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
