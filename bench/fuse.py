@@ -3,7 +3,7 @@ folder, reading every note once, `grep -r`, 200 editor saves (temp file, fsync, 
 how soon a change made elsewhere shows through the mount, each as a ratio to the same work on the
 same files in a local folder.
 
-    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone]
+    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone] [--peer floor]
     (HOSTFINDER_BENCH_DATABASE_URL: use that server)
 
 The notes are written through a first mount (as a user's are), then that mount is stopped and a
@@ -11,7 +11,10 @@ fresh `hostfinder mount` with its default options is measured: nothing is warm t
 `ls -l` after mounting would not find warm. ``--peer rclone`` mounts a copy of the local folder with
 `rclone mount --vfs-cache-mode writes` beside it: another FUSE file system in a user-space process
 over the same files, so its ratio shows what the FUSE round trips cost with a fast backend (a local
-disk), and ours shows what the store adds on top.
+disk), and ours shows what the store adds on top. ``--peer floor`` mounts the smallest pyfuse3 file
+system that can run these operations (``Floor`` below: the same files in memory, the same cache
+timeouts and keep_cache as the mount, no store, no checks): the ratio no pyfuse3 mount can go below
+on this machine, what the kernel's requests and pyfuse3's trio loop cost by themselves.
 
 Without a URL it starts a private PostgreSQL in a temporary directory (fsync off, as the tests do)
 and removes it afterwards. Needs /dev/fuse."""
@@ -118,9 +121,13 @@ def stop(proc: subprocess.Popen | None, mountpoint: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
-    parser.add_argument("--peer", choices=["rclone"], action="append", default=[],
-                        help="also measure `rclone mount --vfs-cache-mode writes` of a copy of the local folder")
+    parser.add_argument("--peer", choices=["rclone", "floor"], action="append", default=[],
+                        help="also measure `rclone mount --vfs-cache-mode writes` of a copy of the local folder "
+                             "(rclone), or a do-nothing pyfuse3 file system over it (floor)")
+    parser.add_argument("--serve-floor", nargs=2, metavar=("SOURCE", "MOUNTPOINT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_floor:
+        return serve_floor(*args.serve_floor)
     if not os.path.exists("/dev/fuse"):
         print("bench/fuse.py: /dev/fuse is missing; the mount benchmark needs FUSE", file=sys.stderr)
         return 1
@@ -220,6 +227,16 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
                     return 1
                 targets["rclone"] = rmnt
 
+            if "floor" in args.peer:
+                fmnt, flog = work / "floor-mnt", work / "floor.log"
+                fmnt.mkdir()
+                fproc = subprocess.Popen([sys.executable, "-m", "bench.fuse", "--serve-floor", str(local), str(fmnt)],
+                                         cwd=REPO, stdout=open(flog, "ab"), stderr=subprocess.STDOUT)
+                procs.append((fproc, fmnt))
+                if not wait_mounted(fmnt, fproc, flog):
+                    return 1
+                targets["floor"] = fmnt
+
             rows: list[tuple[str, Callable[[Path], object], int]] = [
                 (f"ls -l, {args.notes} notes", ls_l, 3),
                 ("read every note once", read_all, 3),
@@ -275,6 +292,142 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
     finally:
         for proc, where in reversed(procs):
             stop(proc, where)
+
+
+class _FloorNode:
+    __slots__ = ("ino", "data")
+
+    def __init__(self, ino: int, data: bytes) -> None:
+        self.ino, self.data = ino, bytearray(data)
+
+
+def serve_floor(source: str, mountpoint: str) -> int:
+    """The floor peer: one flat folder of files held in memory (copied from ``source`` at start),
+    served by pyfuse3 with the mount's timeouts (60 s), keep_cache on every open and nothing else:
+    every request is answered from a dict in the event loop. Writes stay in memory. What it costs
+    per operation is what the kernel and pyfuse3 cost; anything Host Finder's mount costs above it
+    is the mount's own."""
+    import errno
+    import stat
+
+    import pyfuse3
+    import trio
+
+    class Floor(pyfuse3.Operations):
+        def __init__(self) -> None:
+            super().__init__()
+            self.serial = pyfuse3.ROOT_INODE
+            self.names: dict[bytes, _FloorNode] = {}
+            self.nodes: dict[int, _FloorNode] = {}
+            for name in sorted(os.listdir(source)):
+                self._add(os.fsencode(name), Path(source, name).read_bytes())
+
+        def _add(self, name: bytes, data: bytes) -> _FloorNode:
+            self.serial += 1
+            node = self.names[name] = self.nodes[self.serial] = _FloorNode(self.serial, data)
+            return node
+
+        def _attrs(self, ino: int) -> pyfuse3.EntryAttributes:
+            a = pyfuse3.EntryAttributes()
+            a.st_ino = ino
+            a.entry_timeout = a.attr_timeout = 60.0
+            a.st_uid, a.st_gid = os.getuid(), os.getgid()
+            a.st_mtime_ns = a.st_ctime_ns = a.st_atime_ns = 1_700_000_000 * 10**9
+            a.st_blksize = 4096
+            if ino == pyfuse3.ROOT_INODE:
+                a.st_mode, a.st_nlink = stat.S_IFDIR | 0o755, 2
+            else:
+                size = len(self.nodes[ino].data)
+                a.st_mode, a.st_nlink, a.st_size, a.st_blocks = stat.S_IFREG | 0o644, 1, size, (size + 511) // 512
+            return a
+
+        def _node(self, ino: int) -> _FloorNode:
+            node = self.nodes.get(ino)
+            if node is None:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            return node
+
+        async def lookup(self, parent_inode, name, ctx=None):  # type: ignore[no-untyped-def]
+            if name in (b".", b".."):
+                return self._attrs(pyfuse3.ROOT_INODE)
+            node = self.names.get(name)
+            if node is None:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            return self._attrs(node.ino)
+
+        async def getattr(self, inode, ctx=None):  # type: ignore[no-untyped-def]
+            if inode != pyfuse3.ROOT_INODE:
+                self._node(inode)
+            return self._attrs(inode)
+
+        async def setattr(self, inode, attr, fields, fh, ctx=None):  # type: ignore[no-untyped-def]
+            if fields.update_size:
+                node = self._node(inode)
+                del node.data[attr.st_size:]
+                node.data.extend(b"\0" * (attr.st_size - len(node.data)))
+            return self._attrs(inode)
+
+        async def opendir(self, inode, ctx=None):  # type: ignore[no-untyped-def]
+            return inode
+
+        async def readdir(self, fh, start_id, token):  # type: ignore[no-untyped-def]
+            entries = sorted(self.names.items())
+            for k in range(start_id, len(entries)):
+                name, node = entries[k]
+                if not pyfuse3.readdir_reply(token, name, self._attrs(node.ino), k + 1):
+                    return
+
+        async def open(self, inode, flags, ctx=None):  # type: ignore[no-untyped-def]
+            node = self._node(inode)
+            if flags & os.O_TRUNC:
+                node.data.clear()
+            return pyfuse3.FileInfo(fh=inode, keep_cache=True)
+
+        async def create(self, parent_inode, name, mode, flags, ctx=None):  # type: ignore[no-untyped-def]
+            if name in self.names and flags & os.O_EXCL:
+                raise pyfuse3.FUSEError(errno.EEXIST)
+            node = self.names.get(name) or self._add(name, b"")
+            return pyfuse3.FileInfo(fh=node.ino), self._attrs(node.ino)
+
+        async def read(self, fh, off, size):  # type: ignore[no-untyped-def]
+            return bytes(self._node(fh).data[off:off + size])
+
+        async def write(self, fh, off, buf):  # type: ignore[no-untyped-def]
+            data = self._node(fh).data
+            data[off:off + len(buf)] = buf
+            return len(buf)
+
+        async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx=None):  # type: ignore[no-untyped-def]
+            node = self.names.pop(name_old, None)
+            if node is None:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            self.names[name_new] = node
+
+        async def unlink(self, parent_inode, name, ctx=None):  # type: ignore[no-untyped-def]
+            if self.names.pop(name, None) is None:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+
+        async def flush(self, fh):  # type: ignore[no-untyped-def]
+            pass
+
+        async def fsync(self, fh, datasync):  # type: ignore[no-untyped-def]
+            pass
+
+        async def release(self, fh):  # type: ignore[no-untyped-def]
+            pass
+
+        async def releasedir(self, fh):  # type: ignore[no-untyped-def]
+            pass
+
+        async def getxattr(self, inode, name, ctx=None):  # type: ignore[no-untyped-def]
+            raise pyfuse3.FUSEError(errno.ENOTSUP)  # as the mount answers (see fuse_mount/operations.py)
+
+    pyfuse3.init(Floor(), mountpoint, set(pyfuse3.default_options) | {"fsname=floor", "subtype=floor"})
+    try:
+        trio.run(pyfuse3.main)
+    finally:
+        pyfuse3.close(unmount=True)
+    return 0
 
 
 if __name__ == "__main__":
