@@ -3,7 +3,7 @@ folder, reading every note once, `grep -r`, 200 editor saves (temp file, fsync, 
 how soon a change made elsewhere shows through the mount, each as a ratio to the same work on the
 same files in a local folder.
 
-    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone] [--peer floor]
+    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone] [--peer floor] [--requests]
     (HOSTFINDER_BENCH_DATABASE_URL: use that server)
 
 The notes are written through a first mount (as a user's are), then that mount is stopped and a
@@ -15,6 +15,8 @@ disk), and ours shows what the store adds on top. ``--peer floor`` mounts the sm
 system that can run these operations (``Floor`` below: the same files in memory, the same cache
 timeouts and keep_cache as the mount, no store, no checks): the ratio no pyfuse3 mount can go below
 on this machine, what the kernel's requests and pyfuse3's trio loop cost by themselves.
+``--requests`` lists the kernel's requests for one read, one `cat`, one editor save and one `>`
+through each pyfuse3 mount, read off its /dev/fuse with strace.
 
 Without a URL it starts a private PostgreSQL in a temporary directory (fsync off, as the tests do)
 and removes it afterwards. Needs /dev/fuse."""
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -124,12 +127,17 @@ def main() -> int:
     parser.add_argument("--peer", choices=["rclone", "floor"], action="append", default=[],
                         help="also measure `rclone mount --vfs-cache-mode writes` of a copy of the local folder "
                              "(rclone), or a do-nothing pyfuse3 file system over it (floor)")
+    parser.add_argument("--requests", action="store_true",
+                        help="list the FUSE requests of a few single operations (needs strace)")
     parser.add_argument("--serve-floor", nargs=2, metavar=("SOURCE", "MOUNTPOINT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
         return serve_floor(*args.serve_floor)
     if not os.path.exists("/dev/fuse"):
         print("bench/fuse.py: /dev/fuse is missing; the mount benchmark needs FUSE", file=sys.stderr)
+        return 1
+    if args.requests and shutil.which("strace") is None:
+        print("bench/fuse.py: --requests needs strace on PATH", file=sys.stderr)
         return 1
     if "rclone" in args.peer and shutil.which("rclone") is None:
         print("bench/fuse.py: --peer rclone needs rclone on PATH", file=sys.stderr)
@@ -178,6 +186,7 @@ def start_gateway(url: str, work: Path, procs: list) -> requests.Session:
 
 def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
     procs: list[tuple[subprocess.Popen | None, Path]] = []
+    servers: dict[str, int] = {}  # pyfuse3 mounts: target name -> the process answering its requests
     try:
         with Database(url, min_size=1, max_size=4) as db:
             boot = admin.bootstrap(db, email="bench@example.com", password="bench password")
@@ -213,6 +222,7 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
             if not wait_mounted(mnt, proc, log):
                 return 1
             targets["hostfinder"] = mnt / "org" / str(org)
+            servers["hostfinder"] = proc.pid
 
             if "rclone" in args.peer:
                 source, rmnt = work / "rclone-source", work / "rclone-mnt"
@@ -236,6 +246,7 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
                 if not wait_mounted(fmnt, fproc, flog):
                     return 1
                 targets["floor"] = fmnt
+                servers["floor"] = fproc.pid
 
             rows: list[tuple[str, Callable[[Path], object], int]] = [
                 (f"ls -l, {args.notes} notes", ls_l, 3),
@@ -258,6 +269,11 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
                 if "saves" in label:  # the local disk's fsync varies a lot: the mount's own figure too
                     line += "".join(f"  {n} {best[n] * 1000 / SAVES:.2f} ms a save" for n in names if n != "local")
                 print(line, flush=True)
+
+            if args.requests:
+                print()
+                for name, pid in servers.items():
+                    count_requests(name, pid, targets[name])
 
             # A change made elsewhere: a WebDAV PUT to a gateway on the same database, and the
             # store's own write from this process (what the API's tool route runs): how long
@@ -292,6 +308,56 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
     finally:
         for proc, where in reversed(procs):
             stop(proc, where)
+
+
+# The FUSE opcodes (linux/fuse.h) these operations meet.
+OPCODES = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 10: "UNLINK", 12: "RENAME", 14: "OPEN",
+           15: "READ", 16: "WRITE", 17: "STATFS", 18: "RELEASE", 20: "FSYNC", 22: "GETXATTR", 25: "FLUSH",
+           27: "OPENDIR", 28: "READDIR", 29: "RELEASEDIR", 35: "CREATE", 39: "IOCTL", 42: "BATCH_FORGET",
+           44: "READDIRPLUS", 45: "RENAME2"}
+
+
+def count_requests(name: str, pid: int, folder: Path) -> None:
+    """Print the requests the kernel sends mount process ``pid`` for a few single operations in
+    ``folder``: each request is one read(2) of /dev/fuse, whose first 8 bytes are its length and
+    opcode. Each operation is counted warm (done twice just before), as the table's best runs are."""
+    fd = next(int(f) for f in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{f}") == "/dev/fuse")
+    trace = Path(tempfile.mkstemp(prefix="bench-fuse-strace-")[1])
+    strace = subprocess.Popen(["strace", "-f", "-qq", "-xx", "-s", "8", "-e", "trace=read", "-e", "signal=none",
+                               "-p", str(pid), "-o", str(trace)], stderr=subprocess.DEVNULL)
+    pattern = re.compile(rf"read\({fd}, \"((?:\\x[0-9a-f]{{2}}){{8}})")
+
+    def save() -> None:
+        editor_saves(folder, 1)
+
+    def cat() -> None:
+        subprocess.run(["cat", str(folder / "note-00002.md")], stdout=subprocess.DEVNULL, check=True)
+    operations: list[tuple[str, Callable[[], object]]] = [
+        ("read a note (Python open, read, close)", lambda: (folder / "note-00001.md").read_bytes()),
+        ("cat a note", cat),
+        ("an editor save (mkstemp, write, fsync, close, rename)", save),
+        ("echo > note (open O_TRUNC, write, close)", lambda: (folder / "note-00003.md").write_bytes(body(3, 1))),
+    ]
+    try:
+        time.sleep(1.0)  # strace attached
+        for label, op in operations:
+            op()  # warm: what the kernel keeps is kept (twice: a first read of new pages makes the
+            op()  # kernel ask for the file's attributes again at the next open, for its atime)
+            time.sleep(0.3)
+            start = len(trace.read_text().splitlines())
+            op()
+            time.sleep(0.3)
+            ops = []
+            for line in trace.read_text().splitlines()[start:]:
+                m = pattern.search(line)
+                if m:
+                    opcode = int.from_bytes(bytes.fromhex(m.group(1).replace("\\x", ""))[4:8], "little")
+                    ops.append(OPCODES.get(opcode, str(opcode)))
+            print(f"{name}: {label}: {len(ops)} requests: {' '.join(ops)}", flush=True)
+    finally:
+        strace.terminate()
+        strace.wait()
+        trace.unlink()
 
 
 class _FloorNode:
