@@ -3,7 +3,8 @@ folder, reading every note once, `grep -r`, 200 editor saves (temp file, fsync, 
 how soon a change made elsewhere shows through the mount, each as a ratio to the same work on the
 same files in a local folder.
 
-    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone] [--peer floor] [--requests]
+    .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone] [--peer floor] [--peer floor-noopen]
+                                   [--requests]
     (HOSTFINDER_BENCH_DATABASE_URL: use that server)
 
 The notes are written through a first mount (as a user's are), then that mount is stopped and a
@@ -15,6 +16,12 @@ disk), and ours shows what the store adds on top. ``--peer floor`` mounts the sm
 system that can run these operations (``Floor`` below: the same files in memory, the same cache
 timeouts and keep_cache as the mount, no store, no checks): the ratio no pyfuse3 mount can go below
 on this machine, what the kernel's requests and pyfuse3's trio loop cost by themselves.
+``--peer floor-noopen`` is that file system answering OPEN with ENOSYS, after which the kernel
+sends no OPEN or RELEASE for any file again (zero-message opens, libfuse's
+FUSE_CAP_NO_OPEN_SUPPORT): its timings show what that would save, and the check printed after
+the table shows why the mount cannot use it with pyfuse3 3.5 (every file's READ, WRITE and FLUSH
+then carry fh 0 and pyfuse3 hands the handler no inode, so it cannot tell which file is meant;
+and libfuse's default atomic O_TRUNC lets the kernel skip truncating at all).
 ``--requests`` lists the kernel's requests for one read, one `cat`, one editor save and one `>`
 through each pyfuse3 mount, read off its /dev/fuse with strace.
 
@@ -124,15 +131,16 @@ def stop(proc: subprocess.Popen | None, mountpoint: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
-    parser.add_argument("--peer", choices=["rclone", "floor"], action="append", default=[],
+    parser.add_argument("--peer", choices=["rclone", "floor", "floor-noopen"], action="append", default=[],
                         help="also measure `rclone mount --vfs-cache-mode writes` of a copy of the local folder "
                              "(rclone), or a do-nothing pyfuse3 file system over it (floor)")
     parser.add_argument("--requests", action="store_true",
                         help="list the FUSE requests of a few single operations (needs strace)")
     parser.add_argument("--serve-floor", nargs=2, metavar=("SOURCE", "MOUNTPOINT"), help=argparse.SUPPRESS)
+    parser.add_argument("--no-open", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
-        return serve_floor(*args.serve_floor)
+        return serve_floor(*args.serve_floor, no_open=args.no_open)
     if not os.path.exists("/dev/fuse"):
         print("bench/fuse.py: /dev/fuse is missing; the mount benchmark needs FUSE", file=sys.stderr)
         return 1
@@ -237,16 +245,17 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
                     return 1
                 targets["rclone"] = rmnt
 
-            if "floor" in args.peer:
-                fmnt, flog = work / "floor-mnt", work / "floor.log"
+            for peer in [p for p in ("floor", "floor-noopen") if p in args.peer]:
+                fmnt, flog = work / f"{peer}-mnt", work / f"{peer}.log"
                 fmnt.mkdir()
-                fproc = subprocess.Popen([sys.executable, "-m", "bench.fuse", "--serve-floor", str(local), str(fmnt)],
+                fproc = subprocess.Popen([sys.executable, "-m", "bench.fuse", "--serve-floor", str(local), str(fmnt)]
+                                         + (["--no-open"] if peer == "floor-noopen" else []),
                                          cwd=REPO, stdout=open(flog, "ab"), stderr=subprocess.STDOUT)
                 procs.append((fproc, fmnt))
                 if not wait_mounted(fmnt, fproc, flog):
                     return 1
-                targets["floor"] = fmnt
-                servers["floor"] = fproc.pid
+                targets[peer] = fmnt
+                servers[peer] = fproc.pid
 
             rows: list[tuple[str, Callable[[Path], object], int]] = [
                 (f"ls -l, {args.notes} notes", ls_l, 3),
@@ -274,6 +283,8 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
                 print()
                 for name, pid in servers.items():
                     count_requests(name, pid, targets[name])
+            if "floor-noopen" in targets:
+                check_no_open(targets["floor-noopen"], args.notes)
 
             # A change made elsewhere: a WebDAV PUT to a gateway on the same database, and the
             # store's own write from this process (what the API's tool route runs): how long
@@ -360,6 +371,22 @@ def count_requests(name: str, pid: int, folder: Path) -> None:
         trace.unlink()
 
 
+def check_no_open(folder: Path, notes: int) -> None:
+    """What zero-message opens do to the files: each note read back (after dropping the kernel's
+    pages, so that every read is a READ naming fh 0), and a shell's ``>`` over a longer note."""
+    subprocess.run(["sh", "-c", "echo 1 > /proc/sys/vm/drop_caches"], check=False, stderr=subprocess.DEVNULL)
+    wrong = sum((folder / f"note-{i:05d}.md").read_bytes() != body(i) for i in range(0, notes, max(1, notes // 200)))
+    print(f"\nfloor-noopen: {wrong} of {len(range(0, notes, max(1, notes // 200)))} notes read back wrong after the "
+          "kernel's pages were dropped (a READ names fh 0 and pyfuse3 gives no inode)")
+    note = folder / "note-00004.md"
+    before = note.read_bytes()
+    with open(note, "wb") as f:  # open(O_TRUNC): no OPEN is sent, and atomic_o_trunc skips the SETATTR
+        f.write(b"x\n")
+    after = note.read_bytes()
+    print(f"floor-noopen: `> note` writing 2 bytes over {len(before)}: the file then holds {len(after)} bytes "
+          f"({'truncated' if after == b'x' + bytes([10]) else 'NOT truncated'})")
+
+
 class _FloorNode:
     __slots__ = ("ino", "data")
 
@@ -367,12 +394,14 @@ class _FloorNode:
         self.ino, self.data = ino, bytearray(data)
 
 
-def serve_floor(source: str, mountpoint: str) -> int:
+def serve_floor(source: str, mountpoint: str, *, no_open: bool = False) -> int:
     """The floor peer: one flat folder of files held in memory (copied from ``source`` at start),
     served by pyfuse3 with the mount's timeouts (60 s), keep_cache on every open and nothing else:
     every request is answered from a dict in the event loop. Writes stay in memory. What it costs
     per operation is what the kernel and pyfuse3 cost; anything Host Finder's mount costs above it
-    is the mount's own."""
+    is the mount's own. ``no_open``: OPEN is answered ENOSYS, and a READ or WRITE naming fh 0
+    goes to the file last named by a LOOKUP or GETATTR, the best guess a handler given no inode
+    has (wrong as soon as two files are in use)."""
     import errno
     import stat
 
@@ -387,6 +416,7 @@ def serve_floor(source: str, mountpoint: str) -> int:
             self.nodes: dict[int, _FloorNode] = {}
             for name in sorted(os.listdir(source)):
                 self._add(os.fsencode(name), Path(source, name).read_bytes())
+            self.last = pyfuse3.ROOT_INODE  # (no_open) the file a READ naming fh 0 is taken for
 
         def _add(self, name: bytes, data: bytes) -> _FloorNode:
             self.serial += 1
@@ -419,11 +449,13 @@ def serve_floor(source: str, mountpoint: str) -> int:
             node = self.names.get(name)
             if node is None:
                 raise pyfuse3.FUSEError(errno.ENOENT)
+            self.last = node.ino
             return self._attrs(node.ino)
 
         async def getattr(self, inode, ctx=None):  # type: ignore[no-untyped-def]
             if inode != pyfuse3.ROOT_INODE:
                 self._node(inode)
+                self.last = inode
             return self._attrs(inode)
 
         async def setattr(self, inode, attr, fields, fh, ctx=None):  # type: ignore[no-untyped-def]
@@ -444,6 +476,8 @@ def serve_floor(source: str, mountpoint: str) -> int:
                     return
 
         async def open(self, inode, flags, ctx=None):  # type: ignore[no-untyped-def]
+            if no_open:
+                raise pyfuse3.FUSEError(errno.ENOSYS)
             node = self._node(inode)
             if flags & os.O_TRUNC:
                 node.data.clear()
@@ -456,10 +490,11 @@ def serve_floor(source: str, mountpoint: str) -> int:
             return pyfuse3.FileInfo(fh=node.ino), self._attrs(node.ino)
 
         async def read(self, fh, off, size):  # type: ignore[no-untyped-def]
-            return bytes(self._node(fh).data[off:off + size])
+            node = self.nodes.get(fh or self.last)  # (no_open: no file named yet reads as empty)
+            return bytes(node.data[off:off + size]) if node is not None else b""
 
         async def write(self, fh, off, buf):  # type: ignore[no-untyped-def]
-            data = self._node(fh).data
+            data = self._node(fh or self.last).data
             data[off:off + len(buf)] = buf
             return len(buf)
 
