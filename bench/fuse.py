@@ -30,6 +30,7 @@ and removes it afterwards. Needs /dev/fuse."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import shutil
@@ -124,8 +125,18 @@ def stop(proc: subprocess.Popen | None, mountpoint: Path) -> None:
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
-    if os.path.ismount(mountpoint):
+    if os.path.ismount(mountpoint) or _dead_mount(mountpoint):
         subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+
+
+def _dead_mount(path: Path) -> bool:
+    """A mount whose process is gone (stat says "transport endpoint is not connected"), which
+    os.path.ismount does not count as a mount."""
+    try:
+        os.stat(path)
+        return False
+    except OSError as exc:
+        return exc.errno == errno.ENOTCONN
 
 
 def main() -> int:
@@ -402,7 +413,7 @@ def serve_floor(source: str, mountpoint: str, *, no_open: bool = False) -> int:
     is the mount's own. ``no_open``: OPEN is answered ENOSYS, and a READ or WRITE naming fh 0
     goes to the file last named by a LOOKUP or GETATTR, the best guess a handler given no inode
     has (wrong as soon as two files are in use)."""
-    import errno
+    import signal
     import stat
 
     import pyfuse3
@@ -523,9 +534,20 @@ def serve_floor(source: str, mountpoint: str, *, no_open: bool = False) -> int:
         async def getxattr(self, inode, name, ctx=None):  # type: ignore[no-untyped-def]
             raise pyfuse3.FUSEError(errno.ENOTSUP)  # as the mount answers (see fuse_mount/operations.py)
 
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            async def stop_on_sigterm() -> None:  # (stop() sends SIGTERM): end the loop, unmount
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        pyfuse3.terminate()
+                        return
+            nursery.start_soon(stop_on_sigterm)
+            await pyfuse3.main()
+            nursery.cancel_scope.cancel()
+
     pyfuse3.init(Floor(), mountpoint, set(pyfuse3.default_options) | {"fsname=floor", "subtype=floor"})
     try:
-        trio.run(pyfuse3.main)
+        trio.run(serve)
     finally:
         pyfuse3.close(unmount=True)
     return 0
