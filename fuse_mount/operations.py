@@ -8,6 +8,7 @@ larger than the connection pool, the trio form of Datasette's ``execute_fn``.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
@@ -15,7 +16,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound, StoreError
 from fuse_mount.listings import MISSING, ListingCache
+from fuse_mount.own_writes import Flight, OwnWrites, Written
 from store.paths import is_side_file, nfc
 
 log = logging.getLogger("hostfinder.fuse")
@@ -50,7 +52,7 @@ HOLD_SIDE_SECONDS = 2.0
 # rename-away saves in the user's scratch area), and is the 5 s the kernel kept names before.
 LISTING_SECONDS = 5.0
 # How long a write made through this mount waits for its own change event: that event names a
-# file whose new bytes the kernel already holds, so it is checked rather than obeyed (see invalidate).
+# file whose new bytes the kernel already holds, so it is not obeyed (own_writes.py).
 OWN_EVENT_SECONDS = 5.0
 # Host tree calls that change a folder's listing (their path arguments' folders are dropped).
 CHANGES_LISTING = frozenset({"write", "move", "copy", "delete"})
@@ -102,11 +104,11 @@ class HostOperations(pyfuse3.Operations):
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
         self.listings = ListingCache()
-        # path -> (until when, the versions this mount wrote there lately): change events for
-        # it until then are checked against them (invalidate).
-        self._wrote: dict[str, tuple[float, tuple[int, ...]]] = {}
-        # The checks of those events: one at a time, beside the saves, never in their way.
-        self._own_checks = trio.CapacityLimiter(1)
+        # This mount's writes whose change events are on their way (invalidate).
+        self.own = OwnWrites(OWN_EVENT_SECONDS)
+        # What this mount's last write to a path gave (node, and bytes when known), until
+        # anything else changes the path (own_writes.Written).
+        self.written = Written()
         # Where closed side files wait to be committed (set by command.py's event loop); without
         # one, a side file is committed when it is released, as any other file.
         self.nursery: trio.Nursery | None = None
@@ -142,29 +144,49 @@ class HostOperations(pyfuse3.Operations):
         finally:
             self._drop_listings(*changes)
 
-    def _wrote_version(self, path: str, node: Any, serial: int | None = None) -> None:
-        """This mount wrote ``node`` at ``path``; its change event is on its way (invalidate).
-        ``serial``: the listings' serial before the write, when the write was the one change."""
+    @contextlib.asynccontextmanager
+    async def _own_write(self, path: str) -> AsyncIterator[Flight]:
+        """Around a write of ours to ``path`` (own_writes.py): the body sets ``kept`` once the
+        kernel holds exactly what it committed; if an event for ``path`` came while it ran, whose
+        it was cannot be told, and the path is dropped when the body is done (after a rename has
+        given the name its new inode, so that the kernel forgets the new bytes too)."""
+        flight = self.own.begin(path)
+        try:
+            yield flight
+        finally:
+            if self.own.end(path, flight):
+                await self._drop(path)
+
+    def _wrote_version(self, path: str, node: Any, serial: int | None = None,
+                       data: bytes | None = None) -> bool:
+        """This mount wrote ``node`` at ``path`` (``data``: its body, when known exactly): whether
+        it is a file's version (whose event is then on its way, and which the kernel holds when
+        the writer was the file's only handle). ``serial``: the listings' serial before the
+        write, when the write was the one change."""
         if serial is not None and node is not None:
             self.listings.wrote(path, node, serial)
-        version = getattr(node, "version", 0)
-        if version and not getattr(node, "is_dir", True):
-            if len(self._wrote) > 1024:  # events that never came (a lost connection) age out
-                now = time.monotonic()
-                self._wrote = {p: w for p, w in self._wrote.items() if w[0] > now}
-            key = nfc(path)
-            before = self._wrote.get(key, (0.0, ()))[1]
-            self._wrote[key] = (time.monotonic() + OWN_EVENT_SECONDS, (before + (version,))[-8:])
+        if not (getattr(node, "version", 0) and not getattr(node, "is_dir", True)):
+            return False
+        # Not side files: they send no change events, so a write from elsewhere (the user's other
+        # client) would never take the kept node away.
+        if not is_side_file(path.rsplit("/", 1)[-1]):
+            self.written.put(path, node, data)
+        return True
 
     def _drop_listings(self, *paths: Any) -> None:
         """``paths`` changed: what the kept listings say about them is unsure now."""
         for p in paths:
             if isinstance(p, str):
                 self.listings.changed(p)
+                self.written.pop(p)
 
     def _peek(self, path: str) -> Any:
-        """(node, bytes) from the store's event-kept content cache, answered in the event loop
-        with no thread hop and no query; None when only the store can answer."""
+        """(node, bytes) from what this mount last wrote there, or from the store's event-kept
+        content cache, answered in the event loop with no thread hop and no query; None when only
+        the store can answer."""
+        hit = self.written.get(path)
+        if hit is not None:
+            return hit
         try:
             return self._tree().peek(path)
         except Exception:  # the full path gives any refusal its errno and log line
@@ -261,7 +283,7 @@ class HostOperations(pyfuse3.Operations):
             if listed is None:
                 raise FUSEError(errno.ENOENT)
             return self._node_attrs(self.inodes.remember(path), listed)
-        node = self._kept_folder(path)
+        node = self._kept_folder(path) or self.written.node(path)
         if node is None:
             hit = self._peek(path)
             node = hit[0] if hit is not None else self._keep_folder(
@@ -287,7 +309,7 @@ class HostOperations(pyfuse3.Operations):
                 h = open_files[0]
                 return self._node_attrs(inode, h.node, size=h.size if h.loaded else None)
             raise FUSEError(errno.ENOENT) from None
-        node = self._kept_folder(path)
+        node = self._kept_folder(path) or self.written.node(path)
         if node is None:
             hit = self._peek(path)
             node = hit[0] if hit is not None else self._keep_folder(
@@ -319,8 +341,10 @@ class HostOperations(pyfuse3.Operations):
                 data = await self._call("truncate", path, "read", path)
                 data = data[:attr.st_size].ljust(attr.st_size, b"\0")
                 serial = self.listings.serial
-                node = await self._call("truncate", path, "write", path, data)
-                self._wrote_version(path, node, serial)
+                async with self._own_write(path) as flight:
+                    node = await self._call("truncate", path, "write", path, data)
+                    # (The kernel cut or zero-filled its own pages to the same size.)
+                    flight.kept = self._wrote_version(path, node, serial, data)
                 return self._node_attrs(inode, node)
             return await self.getattr(inode, ctx)
         # Times: the store keeps its own modification time (the last version's); touch succeeds.
@@ -489,20 +513,21 @@ class HostOperations(pyfuse3.Operations):
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
         created = handle.new
         serial = self.listings.serial
-        try:
-            # A refused commit is reported once (flush, which close() returns): the handle
-            # forgets its changes, so release does not write them again.
-            node = await self._run(operation, handle.path,
-                                   lambda: handle.commit(if_none_match=handle.new and handle.exclusive),
-                                   changes=(handle.path,))
-        except FUSEError:
-            if created:
-                self._drop_phantom(handle)
-            raise
-        if len(self.handles.on_inode(handle.ino)) == 1:
-            # (With other descriptors open on it, the kernel's pages mix what each one wrote:
-            # the event of this version then drops them, as one from elsewhere would.)
-            self._wrote_version(handle.path, node, serial)
+        async with self._own_write(handle.path) as flight:
+            try:
+                # A refused commit is reported once (flush, which close() returns): the handle
+                # forgets its changes, so release does not write them again.
+                node = await self._run(operation, handle.path,
+                                       lambda: handle.commit(if_none_match=handle.new and handle.exclusive),
+                                       changes=(handle.path,))
+            except FUSEError:
+                if created:
+                    self._drop_phantom(handle)
+                raise
+            if len(self.handles.on_inode(handle.ino)) == 1:
+                # (With other descriptors open on it, the kernel's pages mix what each one wrote:
+                # the event of this version then drops them, as one from elsewhere would.)
+                flight.kept = self._wrote_version(handle.path, node, serial)
         # Other handles on the same file were reading the old body.
         for other in self.handles.on_inode(handle.ino):
             if other is not handle:
@@ -595,22 +620,25 @@ class HostOperations(pyfuse3.Operations):
                 # store's move of a side file over a file is that file's next version; writing
                 # the temp file's bytes to the destination is the same version in one transaction.
                 serial = self.listings.serial
-                node = await self._call("rename", f"{src} -> {dst}", "write", dst, bytes(held.data))
-                self._wrote_version(dst, node, serial)
-                for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
-                    handle.saved_as(node)
-                    if handle.released:
-                        self.handles.close(handle.fh)
-                self._moved(src, dst, src_ino)
+                async with self._own_write(dst) as flight:
+                    body = bytes(held.data)
+                    node = await self._call("rename", f"{src} -> {dst}", "write", dst, body)
+                    flight.kept = self._wrote_version(dst, node, serial, body)
+                    for handle in self.handles.on_inode(src_ino):  # type: ignore[arg-type]
+                        handle.saved_as(node)
+                        if handle.released:
+                            self.handles.close(handle.fh)
+                    self._moved(src, dst, src_ino)
                 return
             if src_ino is not None:
                 # A file still open with unsaved bytes is saved first, so the move carries them.
                 for handle in self.handles.on_inode(src_ino):
                     await self._commit_locked(handle, "rename")
-            node = await self._call("rename", f"{src} -> {dst}", "move", src, dst,
-                                    overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
-            self._wrote_version(dst, node)
-            self._moved(src, dst, src_ino)
+            async with self._own_write(dst) as flight:
+                node = await self._call("rename", f"{src} -> {dst}", "move", src, dst,
+                                        overwrite=not flags & pyfuse3.RENAME_NOREPLACE)
+                flight.kept = self._wrote_version(dst, node)
+                self._moved(src, dst, src_ino)
 
     def _moved(self, src: str, dst: str, src_ino: int | None) -> None:
         dst_ino = self.inodes.known(dst)
@@ -671,29 +699,20 @@ class HostOperations(pyfuse3.Operations):
     # -- outside changes (events.py) -------------------------------------------------------------
 
     async def invalidate(self, path: str) -> None:
-        """Something else changed ``path``: make the kernel ask again for its name, attributes and
+        """Something changed ``path``: make the kernel ask again for its name, attributes and
         content, and for its folder's listing. Only what the kernel was told about needs it.
 
-        The event of a version this mount wrote itself comes back too, and the kernel already
-        holds that version (its pages are what the writer wrote, its name is where the rename put
-        it): if the store still has that version, nothing is dropped, and the stat that says so
-        refills the content cache, so the editor's next save finds the note without a query.
-        Any other version (a write from elsewhere before or after ours) is dropped as usual. The
-        check runs beside the change feed, not in it, so a burst of this mount's own writes never
-        holds up another client's change (dropping is all a late check can do, never undo)."""
-        own = self._wrote.get(nfc(path))
-        if own is not None and own[0] > time.monotonic() and self.nursery is not None:
-            self.nursery.start_soon(self._check_own, path)
-            return
-        await self._drop(path)
-
-    async def _check_own(self, path: str) -> None:
-        if not await self._still_ours(path):
+        The event of a write this mount made itself comes back too, and the kernel already holds
+        what that write committed (its pages are what the writer wrote, its name is where the
+        rename put it): such an event is told apart by the order events come in, without asking
+        the store (own_writes.py), and nothing is dropped for it. Any other change is dropped."""
+        if not self.own.event(path):
             await self._drop(path)
 
     async def _drop(self, path: str) -> None:
         """Make the kernel (and the kept listings) forget ``path``."""
         self._drop_listings(path)
+        self.written.pop_below(path)
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own
         # saves come back as events, and each would cost the next save a query for the folder).
         self._folders.pop(path, None)
@@ -706,29 +725,12 @@ class HostOperations(pyfuse3.Operations):
             pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
                                            ignore_enoent=True)
 
-    async def _still_ours(self, path: str) -> bool:
-        """Whether the store holds, now (after the event's commit), a version this mount wrote
-        at ``path``. Then no write from elsewhere came after the event's, or it is already
-        overwritten by ours, and the kernel holds our last one (a later write from elsewhere
-        sends its own event). One of our versions, not only the last: in a run of quick saves
-        an event's check may read the version before the save that has just landed."""
-        def check() -> Any:
-            try:
-                return self._tree().stat(path)
-            except Exception:
-                return None  # gone, unreadable, or the store is away: drop it as any change
-        async with self._own_checks:  # (and within the pool's limiter, as every store call)
-            node = await trio.to_thread.run_sync(check, limiter=self.limiter)
-        own = self._wrote.get(nfc(path))
-        ours = node is not None and own is not None and not node.is_dir and node.version in own[1]
-        log.debug("store call: own event %s (%s)", path, "still ours" if ours else "changed: dropped")
-        return ours
-
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""
         self.listings.clear()
         self._folders.clear()
-        self._wrote.clear()
+        self.written.clear()
+        self.own.clear()
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
 
