@@ -51,6 +51,10 @@ class WriteHandle:
         self.wrote = False      # received bytes since open or the last commit
         self.orphaned = False   # unlinked or renamed over while open
         self.node: object = None  # what the last commit returned
+        # Changes to the body so far. A commit runs in a worker thread (the FUSE mount), and a
+        # write on the same descriptor may land while it runs: the commit settles only the
+        # changes it took, and a later one is still dirty (committed at the next flush/release).
+        self._changes = 0
         # A write that would pass the cap, refused as it came: the body is no longer what the
         # writer meant, so it is never committed; the commit reports this instead, once.
         self.refusal: StoreError | None = None
@@ -96,6 +100,7 @@ class WriteHandle:
             data.extend(b"\0" * (offset - len(data)))
         data[offset:end] = buf
         self.dirty = self.wrote = True
+        self._changes += 1
         return len(buf)
 
     def append(self, buf: bytes) -> int:
@@ -109,6 +114,7 @@ class WriteHandle:
         else:
             data.extend(b"\0" * (size - len(data)))
         self.dirty = self.wrote = True
+        self._changes += 1
 
     def _check(self, size: int) -> None:
         if self.refusal is not None:
@@ -146,14 +152,19 @@ class WriteHandle:
             refusal, self.refusal = self.refusal, None
             self.dirty = self.wrote = self.new = False
             raise refusal
-        body = bytes(self.data)
+        body, taken = bytes(self.data), self._changes
         try:
             node = self.tree.write(self.path, body, if_match=if_match, if_none_match=if_none_match,
                                    if_unmodified_since=if_unmodified_since)
-        finally:
-            # Committed, or refused and reported now: either way not again at release.
-            self.dirty = self.wrote = self.new = False
-        self.saved_as(node)
+        except StoreError:
+            # Refused and reported now: not again at release, unless bytes came after it.
+            if self._changes == taken:
+                self.dirty = self.wrote = self.new = False
+            raise
+        self.new = False
+        self.node = node
+        if self._changes == taken:
+            self.dirty = self.wrote = False
         return node
 
     def saved_as(self, node: object) -> None:

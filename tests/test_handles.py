@@ -105,3 +105,36 @@ def test_an_orphaned_handle_writes_nowhere(tree: HostTree, folder: str) -> None:
     assert h.commit() is None
     with pytest.raises(errors.NotFound):
         tree.stat(f"{folder}/gone.md")
+
+
+class _WriteDuringCommit:
+    """The Host tree, with one more write on the same descriptor landing while a commit is in
+    the store (the FUSE mount commits in a worker thread while its event loop takes the next
+    WRITE of a multi-threaded writer)."""
+
+    def __init__(self, tree: HostTree) -> None:
+        self.tree, self.handle, self.late = tree, None, None
+
+    def read(self, path: str) -> bytes:
+        return self.tree.read(path)
+
+    def write(self, path: str, data: bytes, **conditions: Any) -> object:
+        node = self.tree.write(path, data, **conditions)
+        if self.late is not None:
+            late, self.late = self.late, None
+            self.handle.append(late)  # type: ignore[union-attr]
+        return node
+
+
+def test_a_write_landing_during_a_commit_is_committed_later_not_lost(tree: HostTree, folder: str) -> None:
+    racing = _WriteDuringCommit(tree)
+    h = WriteHandle(racing, f"{folder}/racing.md", new=True)  # type: ignore[arg-type]
+    racing.handle = h
+    h.append(b"first part\n")
+    racing.late = b"second part\n"
+    first = h.commit()
+    assert tree.read(f"{folder}/racing.md") == b"first part\n"
+    assert h.needs_commit, "the bytes written during the commit are still to be saved"
+    second = h.commit()   # (the next flush or the release)
+    assert tree.read(f"{folder}/racing.md") == b"first part\nsecond part\n"
+    assert (first.version, second.version) == (1, 2) and not h.needs_commit  # type: ignore[attr-defined]
