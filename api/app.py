@@ -84,10 +84,11 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
         try:
             with db.connection() as conn:
                 version = migrations.current_version(conn)
+                missing = migrations.missing(conn)
         except Exception as exc:  # the point of the route is to report this, not to raise it
             return jsonify({"ok": False, "store": "unreachable", "error": type(exc).__name__}), 503
         latest = migrations.latest_version()
-        return jsonify({"ok": version == latest, "store": "reachable", "schema_version": version,
+        return jsonify({"ok": not missing, "store": "reachable", "schema_version": version,
                         "schema_latest": latest})
 
     for name in BLUEPRINTS:

@@ -275,6 +275,14 @@ def add_admin_commands(objects: argparse._SubParsersAction) -> None:
                  lambda db, a: admin.revoke_token(db, a.id)) as p:
         p.add_argument("id", type=int, help="the token's id (see token list)")
 
+    lock = _object(objects, "lock")
+    with _action(lock, "list", "list the WebDAV locks held now (who, where, until when)",
+                 lambda db, a: admin.list_locks(db, under=a.under)) as p:
+        p.add_argument("--under", default="", metavar="PATH", help="only locks on PATH or below it")
+    with _action(lock, "remove", "end the WebDAV locks on a path and below it (an abandoned lock)",
+                 lambda db, a: admin.remove_locks(db, path=a.path)) as p:
+        p.add_argument("path", help="a tree path, such as org/1/guilds/2/notes.md")
+
     run = _object(objects, "run")
     with _action(run, "create", "open a run for an agent (for run-owned provenance)",
                  lambda db, a: admin.create_run(db, agent_id=a.agent, kind=a.kind, status=a.status,

@@ -29,7 +29,10 @@ from gateway.runtime import StartupError, StoreRuntime
 
 log = logging.getLogger("hostfinder.workers")
 
-MAX_CONNECTIONS = 90      # the embedded PostgreSQL allows 100; leave room for LISTEN and admin
+MAX_CONNECTIONS = 90      # the embedded PostgreSQL allows 100; leave room for a mount and admin
+# Connections each worker holds outside its pool: the login watch's LISTEN (store/login_watch.py)
+# and the search indexer's (store/search_index.py).
+OWN_CONNECTIONS = 2
 STOP_TIMEOUT = 20.0       # seconds a worker gets to finish its requests on SIGTERM
 RESPAWN_INTERVAL = 1.0    # at most one replacement per second, so a crash loop does not spin
 
@@ -43,9 +46,10 @@ def default_workers() -> int:
 
 
 def pool_size(config: Config, workers: int) -> int:
-    """Connections per worker: one per thread and a few spare, within what PostgreSQL allows."""
+    """Connections per worker: one per thread and a few spare, within what PostgreSQL allows
+    once every worker's own connections are counted."""
     wanted = max(config.pool_size, config.threads + 4)
-    return max(4, min(wanted, MAX_CONNECTIONS // workers))
+    return max(4, min(wanted, MAX_CONNECTIONS // workers - OWN_CONNECTIONS))
 
 
 def listen(server: Any, backlog: int = 64) -> socket.socket:

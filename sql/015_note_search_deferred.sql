@@ -12,6 +12,10 @@
 -- spot (found through artifacts_note_search_pending), so a note is findable by its new words the
 -- moment its write commits, and never by its old ones. Records keep their generated vector: the
 -- record search reads it and records are written far less often than notes are saved.
+--
+-- Upgrading: a gateway of an earlier version reads notes' vectors from `search`, which notes no
+-- longer fill, so its note_find finds no note once this has run: restart every gateway on this
+-- version together. (It rewrites artifacts under an exclusive lock: about 2 s per 100 000 notes.)
 
 -- The one definition of a note's search text: its key as words ('launch-plan.md' indexes launch
 -- and plan: the 'simple' parser reads 'plan.md' as one host-like token, so the .md suffix is

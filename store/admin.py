@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from store import sessions
+from store import locks, sessions
 from store.access import hash_password, new_token
 from store.db import Conn, Database, on_constraint
 from store.errors import Conflict, Invalid, NotFound
@@ -157,6 +157,28 @@ def remove_member(db: Database, *, org_id: int, email: str) -> dict[str, Any]:
             raise NotFound(f"{email} is not a member of organisation {org_id}")
     return {"org_id": org_id, "user_id": user["id"], "email": user["email"], "removed": True,
             "tokens_revoked": tokens}
+
+
+def list_locks(db: Database, *, under: str = "") -> dict[str, Any]:
+    """The WebDAV locks now held, on ``under`` (a tree path such as org/1/guilds/2) or below it:
+    who holds each, where and until when (never its token)."""
+    with db.connection() as conn:
+        held = locks.live(conn, under.strip("/"))
+    return {"locks": [{"path": lease["path"], "holder": lease.get("principal"), "depth": lease.get("depth"),
+                       "scope": lease.get("scope"), "until": lease["expires_at"]} for lease in held]}
+
+
+def remove_locks(db: Database, *, path: str) -> dict[str, Any]:
+    """End the WebDAV locks on ``path`` and below it: an abandoned lock (a client that crashed
+    while it held one, a cadaver session's infinite lock) otherwise stops the mount and the web
+    app from changing the note until it expires. Every gateway learns it at once (sql/060)."""
+    path = path.strip("/")
+    if not path:
+        raise Invalid("give the path of a locked file or folder, such as org/1/guilds/2/notes.md; "
+                      "see `hostfinder admin lock list`")
+    with db.transaction() as conn:
+        removed = locks.clear(conn, path)
+    return {"removed": removed, "path": path}
 
 
 def create_run(db: Database, *, agent_id: int, kind: str, status: str = "running",

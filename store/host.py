@@ -295,7 +295,7 @@ class HostTree:
                 raise refusal
             if self._family_node(conn, folder, name, family) is None:
                 raise NotFound(f"unknown file /{tree_path}")
-            self._refuse_if_leased(conn, tree_path)
+            self._refuse_if_leased(conn, tree_path, membership=True)
             family.delete(conn, folder, name, self.actor)
             properties.clear(conn, tree_path)
             leases.clear(conn, tree_path)
@@ -338,7 +338,8 @@ class HostTree:
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
             if is_move and not _side(sp):
-                self._refuse_if_leased(conn, spath)   # a rename-away save of it too: it ends in a write
+                # (a rename-away save of it too: it ends in a write of the file)
+                self._refuse_if_leased(conn, spath, membership=True)
             if not _side(dp):
                 self._refuse_if_leased(conn, dpath)
             # The source's content and family (None: a side file).
@@ -488,9 +489,9 @@ class HostTree:
         row = family.stat(conn, folder, name, hidden_for=self._uid or None)
         return None if row is None else _file_node(folder, name, family, row)
 
-    def _refuse_if_leased(self, conn: Conn, path: str) -> None:
+    def _refuse_if_leased(self, conn: Conn, path: str, *, membership: bool = False) -> None:
         if self.honour_leases:
-            leases.refuse_if_leased(conn, path)
+            leases.refuse_if_leased(conn, path, membership=membership)
 
     def _unhide(self, conn: Conn, path: str) -> None:
         scratch.unhide(conn, self._uid, path)

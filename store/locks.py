@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -73,34 +73,60 @@ def covering(conn: Conn, path: str, *, include_root: bool = True, include_childr
     return [_row(r) for r in rows]
 
 
-# Who holds a lease that covers a path (a lease on it, or on a folder above it with depth
-# infinity, as covering() reads them), or NULL: a select-list item a write adds to its own
-# statement (store.storage), so that honouring leases costs no round trip of its own.
-# Parameters: %(path)s and %(path_ancestors)s (ancestors()).
-LEASED_BY_SQL = """(SELECT coalesce(l.data->>'principal', 'another client') FROM path_leases l
-                     WHERE l.expires_at > now()
-                       AND (l.path = %(path)s
-                            OR (l.path = ANY(%(path_ancestors)s::text[]) AND l.data->>'depth' = 'infinity'))
-                     LIMIT 1)"""
+# The lease that stops a change of %(path)s by a caller holding no lease token, as JSON (holder,
+# root, until), or NULL: WebDAV's rules (RFC 4918 7.4 and 7.5, as WsgiDAV applies them to a
+# request without the token) — a lease on the path itself; on a folder above it with depth
+# infinity; on its own folder, whatever the depth, when the change adds or removes a member of
+# that folder (%(membership)s: a delete or a move; or a write where no file is there yet, a
+# create). One SQL expression, so a write adds it to its own statement (store.storage) and
+# honouring leases costs that write no round trip; refuse_if_leased() asks it alone.
+# Parameters: %(path)s and those of lease_params().
+LEASE_SQL = """(SELECT jsonb_build_object('holder', coalesce(l.data->>'principal', 'another client'),
+                                          'root', l.path, 'until', l.expires_at)
+                  FROM path_leases l
+                 WHERE l.expires_at > now()
+                   AND (l.path = %(path)s
+                        OR (l.path = ANY(%(path_ancestors)s::text[]) AND l.data->>'depth' = 'infinity')
+                        OR (l.path = %(path_parent)s
+                            AND (%(membership)s OR NOT EXISTS (SELECT 1 FROM artifacts x
+                                                               WHERE x.display_path = %(path)s
+                                                                 AND x.deleted_at IS NULL))))
+                 ORDER BY l.path = %(path)s DESC, l.created_at
+                 LIMIT 1)"""
 
 
-def ancestors(path: str) -> list[str]:
-    """The folders above ``path`` whose depth-infinity leases cover it (LEASED_BY_SQL)."""
-    return _ancestors(path)
+def lease_params(path: str, *, membership: bool = False) -> dict[str, Any]:
+    """LEASE_SQL's parameters besides %(path)s."""
+    ancestors = _ancestors(path)
+    return {"path_ancestors": ancestors, "path_parent": ancestors[-1] if ancestors else "",
+            "membership": membership}
 
 
-def locked(path: str, holder: str) -> Locked:
-    """The one sentence for a change of a path someone else holds a lease on."""
-    return Locked(f"/{path} is locked by a WebDAV client of {holder}, which has it open for editing; "
-                  "save your change from that client, or try again once it has closed the file "
-                  "(its lock then ends)")
+def locked(path: str, lease: dict[str, Any]) -> Locked:
+    """The one sentence for a change of ``path`` that ``lease`` (a LEASE_SQL row) stops."""
+    until = datetime.fromisoformat(lease["until"]).astimezone(timezone.utc)
+    through = "" if lease["root"] == path else f" (its folder /{lease['root']} is locked)"
+    return Locked(f"/{path} is locked{through} by a WebDAV client of {lease['holder']} until "
+                  f"{until:%Y-%m-%d %H:%M} UTC: save your change from that client, or try again once it "
+                  "unlocks (closing the file does; an administrator can end an abandoned lock with "
+                  "`hostfinder admin lock remove`)")
 
 
-def refuse_if_leased(conn: Conn, path: str) -> None:
-    """Raise ``locked`` while a live lease covers ``path``. For callers without lease tokens."""
-    held = covering(conn, path)
-    if held:
-        raise locked(path, held[0].get("principal") or "another client")
+def refuse_if_leased(conn: Conn, path: str, *, membership: bool = False) -> None:
+    """Raise ``locked`` while a lease stops a change of ``path`` (LEASE_SQL); ``membership``: the
+    change adds or removes the file (a delete, a move). For callers holding no lease token."""
+    row = conn.execute(f"SELECT {LEASE_SQL} AS lease", {"path": path, **lease_params(path, membership=membership)}
+                       ).fetchone()
+    if row["lease"] is not None:
+        raise locked(path, row["lease"])
+
+
+def live(conn: Conn, under_path: str = "") -> list[Lease]:
+    """Every live lease on ``under_path`` or below it (all of them for ""), oldest first."""
+    rows = conn.execute("""SELECT token, path, data, expires_at FROM path_leases
+                            WHERE expires_at > now() AND (%s = '' OR path = %s OR path LIKE %s)
+                            ORDER BY created_at""", (under_path, under_path, _like_prefix(under_path))).fetchall()
+    return [_row(r) for r in rows]
 
 
 def under(conn: Conn, folder: str) -> list[Lease]:

@@ -48,6 +48,17 @@ def current_version(conn: psycopg.Connection) -> int:
     return row["v"] if isinstance(row, dict) else row[0]
 
 
+def missing(conn: psycopg.Connection) -> list[int]:
+    """The shipped migrations not applied to this database: a number below the highest applied
+    one (a migration added in its area, such as 015 after 070) is missing too."""
+    present = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
+    if not (present["present"] if isinstance(present, dict) else present[0]):
+        return [n for n, _, _ in available()]
+    done = {(r["version"] if isinstance(r, dict) else r[0])
+            for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    return [n for n, _, _ in available() if n not in done]
+
+
 def migrate(conninfo: str) -> list[str]:
     """Bring the database at ``conninfo`` up to date; return the names of the files applied."""
     applied: list[str] = []

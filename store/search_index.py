@@ -15,13 +15,16 @@ import logging
 import threading
 
 import psycopg
+from psycopg.rows import dict_row
 
 from store.db import Conn
 from store.events import Event, subscribe_local
 
 log = logging.getLogger(__name__)
 
-BATCH = 50          # notes per transaction: a save of one of them waits at most this batch's time
+BATCH = 50          # notes per transaction, and at most BATCH_BYTES of them (at least one note):
+BATCH_BYTES = 1 << 20   # a save of a note in the batch waits for it (a 256 KB note alone is ~65 ms)
+ANALYZE_AFTER = 2000    # a pass that filled this many refreshes the planner's statistics
 SETTLE = 0.3        # seconds after a local note write before indexing: a burst is one pass
 POLL = 3.0          # seconds between looks for notes written by other processes
 
@@ -31,20 +34,45 @@ POLL = 3.0          # seconds between looks for notes written by other processes
 _INDEX_SQL = """
     UPDATE artifacts a SET note_search = note_vector(a.key, a.content), note_search_version = a.version
      WHERE a.id IN (SELECT id FROM artifacts
-                     WHERE deleted_at IS NULL AND note_search_pending
-                     LIMIT %s FOR UPDATE SKIP LOCKED)"""
+                     WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n,
+                                                         sum(octet_length(content)) OVER w AS upto
+                                                    FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
+                                                  WINDOW w AS (ORDER BY id) ORDER BY id LIMIT %(batch)s) AS first
+                                   WHERE n = 1 OR upto <= %(bytes)s)
+                       AND deleted_at IS NULL AND note_search_pending
+                     FOR UPDATE SKIP LOCKED)"""
+
+# A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
+# a 256 KB note, but a batch must never stall on one): recorded as indexed with no vector, so it
+# is found by no word rather than blocking every note after it.
+_GIVE_UP_SQL = """
+    UPDATE artifacts a SET note_search = NULL, note_search_version = a.version
+     WHERE a.id = (SELECT id FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
+                    ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING a.display_path"""
 
 
 def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | None = None) -> int:
-    """Fill the search vectors of every note written since it was last indexed, ``batch`` per
+    """Fill the search vectors of every note written since it was last indexed, a batch per
     transaction on ``conn`` (an autocommit connection), until none is left or ``stop`` is set;
     the number filled."""
     done = 0
     while stop is None or not stop.is_set():
-        with conn.transaction():
-            n = conn.execute(_INDEX_SQL, (batch,)).rowcount
+        try:
+            with conn.transaction():
+                n = conn.execute(_INDEX_SQL, {"batch": batch, "bytes": BATCH_BYTES}).rowcount
+        except psycopg.Error as exc:
+            if conn.broken or conn.closed:
+                raise   # the database is away, not this note
+            if batch > 1:
+                batch = 1   # find the note that fails, one at a time
+                continue
+            with conn.transaction():
+                row = conn.execute(_GIVE_UP_SQL).fetchone()
+            log.warning("no search vector for %s: %s", row["display_path"] if row else "?", str(exc).strip())
+            n = 1
         done += n
-        if n < batch:
+        if n == 0:
             break
     return done
 
@@ -94,8 +122,12 @@ class SearchIndexer:
     def _pass(self) -> None:
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5)
-            index_pending(self._conn, stop=self._stop)
+                self._conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5,
+                                             row_factory=dict_row)
+            if index_pending(self._conn, stop=self._stop) >= ANALYZE_AFTER:
+                # A bulk load (or the first pass after sql/015): statistics sampled while the
+                # notes were pending would keep note_find on a table scan.
+                self._conn.execute("ANALYZE artifacts")
         except psycopg.OperationalError as exc:
             # The database is away: note_find computes what waits, and a later pass catches up.
             log.warning("search index pass failed: %s", str(exc).strip().splitlines()[:1])

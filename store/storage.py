@@ -160,15 +160,15 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
     statement (store.provenance.change_cte), so an overwrite is one round trip in all. Columns:
     current_version (None: nothing there), owner_count, created, change_id, hidden, and the
     written row (id None: nothing written). ``guard_hidden``: nothing is written while the path is
-    hidden from user %(hidden_for)s (hidden is then true), nor while %(honour_leases)s and someone
-    holds a lease on it (store.locks; leased_by then names them). The raised version is what makes a
+    hidden from user %(hidden_for)s (hidden is then true), nor while %(honour_leases)s and a
+    lease stops the change (store.locks.LEASE_SQL; lease then describes it). The raised version is what makes a
     note's search vector stale (sql/015); dropping the old vector as well spares the GIN index an
     entry nothing will read (the indexer writes the new one)."""
     hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guard_hidden else "false"
-    leased_by = f"CASE WHEN %(honour_leases)s THEN {locks.LEASED_BY_SQL} END" if guard_hidden else "NULL::text"
+    lease = f"CASE WHEN %(honour_leases)s THEN {locks.LEASE_SQL} END" if guard_hidden else "NULL::jsonb"
     return f"""
-        WITH h AS (SELECT g.*, g.hidden OR g.leased_by IS NOT NULL AS hold
-                     FROM (SELECT {hidden} AS hidden, {leased_by} AS leased_by) AS g),
+        WITH h AS (SELECT g.*, g.hidden OR g.lease IS NOT NULL AS hold
+                     FROM (SELECT {hidden} AS hidden, {lease} AS lease) AS g),
              cur AS (SELECT id, version FROM artifacts
                       WHERE display_path = %(path)s AND deleted_at IS NULL AND kind = '{kind}'
                         AND NOT (SELECT hold FROM h)
@@ -196,7 +196,7 @@ def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
              change AS ({change_cte("(SELECT org_id, display_path, CASE WHEN created THEN 'create' ELSE 'update' END"
                                     " AS operation, version FROM w) AS written")})
         SELECT (SELECT version FROM cur) AS current_version, (SELECT hidden FROM h) AS hidden,
-               (SELECT leased_by FROM h) AS leased_by,
+               (SELECT lease FROM h) AS lease,
                coalesce((SELECT live FROM n), 0) AS owner_count, (SELECT id FROM change) AS change_id,
                {notify_change("change")} AS notified, w.*
           FROM (VALUES (1)) AS v LEFT JOIN w ON true"""
@@ -215,23 +215,23 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     yet": a create only, and a create that loses the race is PreconditionFailed, not an update.
     Each attempt is one statement (_update_sql); a second runs only after losing a create race.
     ``hidden_for`` (a user id): raise Hidden, writing nothing, while that user's rename-away save
-    hides the path. ``honour_leases`` (with ``hidden_for``: a Host tree caller holding no lease
-    tokens): raise Locked, writing nothing, while a lease covers the path."""
-    sql = _update_sql(kind, guard_hidden=hidden_for is not None)
+    hides the path. ``honour_leases`` (a caller holding no lease tokens: the FUSE mount, the web
+    app): raise Locked, writing nothing, while a WebDAV client's lease stops the change."""
+    sql = _update_sql(kind, guard_hidden=hidden_for is not None or honour_leases)
     guild_id, agent_id = owner_columns(level, owner_id)
     params = {"hidden_for": hidden_for, "path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
               "owner": owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
               "cap": OWNER_CAP, "honour_leases": honour_leases,
-              "path_ancestors": locks.ancestors(display_path) if honour_leases else [], **actor_params(actor)}
+              **locks.lease_params(display_path), **actor_params(actor)}
     for _ in range(2):
         row = conn.execute(sql, params).fetchone()
         current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
         change_id = row.pop("change_id")
         row.pop("notified")
-        leased_by = row.pop("leased_by")
-        if leased_by is not None:
-            raise locks.locked(display_path, leased_by)
+        lease = row.pop("lease")
+        if lease is not None:
+            raise locks.locked(display_path, lease)
         if row.pop("hidden"):
             raise Hidden(display_path)
         if row["id"] is not None:

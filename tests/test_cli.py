@@ -10,12 +10,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
 import requests
+from psycopg.rows import dict_row
 
+from store import locks as leases
 from tests.conftest import REPO, free_port
 
 PY = sys.executable
@@ -78,7 +81,8 @@ def test_every_subcommand_has_help() -> None:
     commands = [[], ["serve"], ["migrate"], ["mount"], ["admin"], ["admin", "bootstrap"],
                 ["admin", "org", "create"], ["admin", "guild", "create"], ["admin", "agent", "create"],
                 ["admin", "agent", "set"], ["admin", "user", "create"], ["admin", "member", "add"],
-                ["admin", "token", "create"], ["admin", "run", "create"], ["admin", "run", "set"]]
+                ["admin", "token", "create"], ["admin", "run", "create"], ["admin", "run", "set"],
+                ["admin", "lock", "list"], ["admin", "lock", "remove"]]
     for cmd in commands:
         r = hostfinder(*cmd, "--help")
         assert r.returncode == 0, (cmd, r.stderr)
@@ -228,6 +232,18 @@ def test_admin_commands_print_one_json_object(pg_server: str, template_db: str) 
         run = admin("run", "create", "--agent", str(agent["id"]), "--kind", "schedule", "--routine", "morning")
         assert run["status"] == "running" and run["routine"] == "morning"
         assert admin("run", "set", str(run["id"]), "--status", "succeeded")["status"] == "succeeded"
+        # An abandoned WebDAV lock (a client that crashed holding it) can be listed and ended.
+        assert admin("lock", "list") == {"locks": []}
+        note = f"org/{org['id']}/guilds/{guild['id']}/plan.md"
+        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+            leases.create(conn, "opaquelocktoken:abandoned", note,
+                          {"depth": "0", "scope": "exclusive", "principal": "bo@example.com"},
+                          datetime.now(timezone.utc) + timedelta(weeks=4))
+        held = admin("lock", "list", "--under", f"org/{org['id']}")["locks"]
+        assert [(x["path"], x["holder"]) for x in held] == [(note, "bo@example.com")]
+        assert "token" not in held[0] and "opaquelocktoken" not in json.dumps(held)
+        assert admin("lock", "remove", note) == {"removed": 1, "path": note}
+        assert admin("lock", "list") == {"locks": []}
 
         r = hostfinder("admin", "member", "add", "--org", str(org["id"]), "--email", "ghost@example.com",
                        "--database-url", url)

@@ -237,3 +237,28 @@ def test_a_webdav_lock_stops_changes_from_outside_webdav_and_says_who_holds_it(
     tree.write(member, b"new")
     tree.write(note, b"after the lock")
     assert artifact(db, note)["content"] == "after the lock"
+
+
+def test_a_folder_lock_of_depth_0_guards_its_members_list_from_the_tree_as_webdav_does(
+        server: Any, operator: requests.Session, boot: dict[str, Any], db: Database) -> None:
+    """RFC 4918 7.5 as WsgiDAV applies it to a request without the token: a depth-0 lock on a
+    folder stops adding and removing members (create, delete, move away), not writing an existing
+    member. The tree (the mount's, the web app's) applies the same rule, naming the folder."""
+    dav = Dav(server, operator, boot)
+    member = f"{dav.g}/member.md"
+    assert dav.put(member, "m").status_code == 201
+    token = lock(dav, dav.g + "/", depth="0")
+    tree = HostTree(db, Door(db).principal_for_email(boot["email"]))  # type: ignore[arg-type]
+    with pytest.raises(Locked) as refused:
+        tree.write(f"{dav.g}/new.md", b"n")
+    assert f"(its folder /{dav.g} is locked)" in refused.value.message
+    for change in (lambda: tree.delete(member), lambda: tree.move(member, f"{dav.g}/renamed.md")):
+        with pytest.raises(Locked):
+            change()
+    tree.write(member, b"changed in place")   # a member's content is not the folder's
+    assert artifact(db, member)["content"] == "changed in place" and artifact(db, f"{dav.g}/new.md") is None
+    # WebDAV without the token agrees on both counts.
+    assert dav.put(f"{dav.g}/new.md", "n").status_code == 423
+    assert dav.put(member, "again").status_code in (200, 204)
+    assert dav.req("UNLOCK", dav.g + "/", headers={"Lock-Token": token}).status_code == 204
+    tree.write(f"{dav.g}/new.md", b"n")

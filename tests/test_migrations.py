@@ -67,3 +67,38 @@ def test_the_schema_guarantees_what_postgresql_can(db_url: str) -> None:
                          " VALUES (%s, 'note', 'org', 'a.txt', 'x', 'x')", (org,))
         with pytest.raises(psycopg.errors.CheckViolation):
             conn.execute("INSERT INTO collection_access (collection_id, guild_id, mode) VALUES (1, %s, 'none')", (guild,))
+
+
+def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> None:
+    """A store at 070 with notes in it, then this version: /api/health's check sees 015 missing
+    although its number is below the highest applied; applying it leaves every live note waiting
+    for its search vector (note_find computes those meanwhile) until the indexer fills them."""
+    from psycopg.rows import dict_row
+
+    from store import search_index
+    with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        for number, name, text in migrations.available():
+            if number != 15:
+                with conn.transaction():
+                    conn.execute(text)
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+        org = conn.execute("INSERT INTO organisations (name) VALUES ('Old') RETURNING id").fetchone()["id"]
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
+                        VALUES (%s, 'note', 'org', 'launch-plan.md', %s, 'the rocket leaves in May')""",
+                     (org, f"org/{org}/launch-plan.md"))
+        assert migrations.missing(conn) == [15]
+    assert migrations.migrate(empty_db) == ["015_note_search_deferred.sql"]
+    with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
+        assert migrations.missing(conn) == []
+        # note_find's two arms (store/note_search.py), without an agent's levels.
+        find = """SELECT key FROM artifacts a, websearch_to_tsquery('simple', %s) AS t(q)
+                   WHERE kind = 'note' AND deleted_at IS NULL
+                     AND ((note_search @@ q AND NOT note_search_pending)
+                          OR (note_search_pending AND note_vector(key, content) @@ q))"""
+        assert conn.execute("SELECT note_search_pending AS p FROM artifacts").fetchone()["p"] is True
+        assert [r["key"] for r in conn.execute(find, ("rocket plan",)).fetchall()] == ["launch-plan.md"]
+        assert search_index.index_pending(conn) == 1
+        assert conn.execute("SELECT note_search_pending AS p FROM artifacts").fetchone()["p"] is False
+        assert [r["key"] for r in conn.execute(find, ("rocket plan",)).fetchall()] == ["launch-plan.md"]

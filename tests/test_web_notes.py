@@ -191,6 +191,22 @@ def test_a_note_open_in_word_over_webdav_is_not_saved_over(browser: Browser, boo
     assert ok(note_get(server, service, agent, path))["content"] == "my edit in the browser\n"
 
 
+def test_a_new_note_at_a_name_finder_has_locked_is_refused(boot, server, operator) -> None:
+    """Finder LOCKs a new name before it uploads (a lock-null name): New note in the web app at
+    that name is refused with the holder's name, creating nothing, as the mount refuses it."""
+    org = boot["org_id"]
+    path = f"org/{org}/pending.md"
+    r = operator.request("LOCK", f"{server.url}/dav/{path}", data=LOCK_BODY, headers={"Timeout": "Second-300"})
+    assert r.status_code in (200, 201), r.text
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/new").text)
+    made = s.post(f"{server.url}/notes/new",
+                  data={"csrf_token": token, "scope": "org", "name": "pending", "content": "typed here\n"})
+    assert made.status_code == 423 and f"/{path} is locked by a WebDAV client of {boot['email']}" in made.text
+    assert "typed here" in made.text
+    assert operator.get(f"{server.url}/dav/{path}").status_code == 404
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)

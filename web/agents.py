@@ -19,9 +19,11 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from store import grants, memory, notes, orgs, scripts, tasks
+from store import locks as leases
 from store import state as state_view
 from store.agents import Agent, load_agent
-from store.errors import Invalid, NotFound, PreconditionFailed, TooLarge
+from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
+from store.paths import task_path
 from web.errors import status_of
 from web.notes import diff_lines, embed_list, provenance, render_markdown
 from web.security import db, login_required, principal
@@ -101,6 +103,7 @@ def save_task(agent_id: int) -> ResponseReturnValue:
             current = tasks.read_task(conn, agent.org_id, agent.id)
             if current["version"] == opened and current["task"] == text:
                 return redirect(url_for("agents.state", agent_id=agent_id, done="unchanged") + "#task")
+            leases.refuse_if_leased(conn, task_path(agent.org_id, agent.id))  # open in a WebDAV client
             tasks.write_task(conn, agent.org_id, agent.id, text, principal().actor, if_version=opened)
     except PreconditionFailed:
         with db().connection() as conn:
@@ -110,7 +113,7 @@ def save_task(agent_id: int) -> ResponseReturnValue:
                     "diff": diff_lines(theirs["task"], text, old_name=f"current (v{theirs['version']})",
                                        new_name=f"yours (from v{opened})")}
         return _page(agent_id, status=409, editor_text=text, editor_version=theirs["version"], conflict=conflict)
-    except (Invalid, TooLarge) as exc:
+    except (Invalid, TooLarge, Locked) as exc:
         return _page(agent_id, status=status_of(exc), editor_text=text, editor_version=opened,
                      error=exc.message.split("\n")[0], problems=exc.problems)
     return redirect(url_for("agents.state", agent_id=agent_id, done="saved") + "#task")

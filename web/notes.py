@@ -20,7 +20,6 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from store import embeds, files, notes, orgs
-from store import locks as leases
 from store.errors import (AlreadyExists, Embedded, Invalid, Locked, NotANote, NotFound, PreconditionFailed,
                           StoreError, TooLarge)
 from store.host import HostTree
@@ -224,8 +223,8 @@ def create_note() -> ResponseReturnValue:
         with db().transaction() as conn:
             level, owner_id = parse_scope(form["scope"], orgs.directory(conn, principal(), org_id))
             row = notes.write_note(conn, org_id, level, owner_id, _key_from(form["name"]), content,
-                                   principal().actor, create_only=True)
-    except (Invalid, AlreadyExists, TooLarge) as exc:
+                                   principal().actor, create_only=True, honour_leases=True)
+    except (Invalid, AlreadyExists, TooLarge, Locked) as exc:
         with db().connection() as conn:
             choices = _scope_choices(conn, org_id)
         return render_template("notes/new.html", nav="notes", form=form, choices=choices,
@@ -318,9 +317,8 @@ def save(display_path: str) -> ResponseReturnValue:
             current = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
             if current is not None and current["version"] == opened and (current["content"] or "") == text:
                 return redirect(note_url(target.path, done="unchanged"))
-            leases.refuse_if_leased(conn, target.path)   # a WebDAV client (Word) has it open
             notes.write_note(conn, target.org_id, target.level, target.owner_id, target.name, text,
-                             principal().actor, if_version=opened)
+                             principal().actor, if_version=opened, honour_leases=True)
     except PreconditionFailed:
         # Somebody saved meanwhile (or deleted the note): nothing was written. Show both versions
         # and keep what was typed, based on the newest version, so a second Save is a choice.
