@@ -496,6 +496,7 @@ def test_a_note_another_client_has_locked_refuses_changes(surface: Surface, plac
     try:
         with surface.refuses(Refusal.LOCKED):
             surface.write(path, b"overwritten\n")
+        assert surface.read(path) == b"Bea's draft\n"   # not the refused bytes, even from a cache
         with surface.refuses(Refusal.LOCKED):
             surface.rename(path, f"{place.g}/moved.md")
         with surface.refuses(Refusal.LOCKED):
