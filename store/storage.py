@@ -152,20 +152,21 @@ class Hidden(Exception):
 
 
 @functools.lru_cache(maxsize=None)
-def _update_sql(kind: str, *, guard_hidden: bool = False) -> str:
+def _update_sql(kind: str, *, guarded: bool = False) -> str:
     """Update the live ``kind`` row at the path, or, when there is none, create it under the
     owner's cap: one statement (one round trip) for a create as for an update. The owner's counter
     row is locked only when there is nothing to update, so writes to existing files of one folder
     do not queue on it. The written row's provenance row and change event are part of the same
     statement (store.provenance.change_cte), so an overwrite is one round trip in all. Columns:
     current_version (None: nothing there), owner_count, created, change_id, hidden, and the
-    written row (id None: nothing written). ``guard_hidden``: nothing is written while the path is
-    hidden from user %(hidden_for)s (hidden is then true), nor while %(honour_leases)s and a
-    lease stops the change (store.locks.LEASE_SQL; lease then describes it). The raised version is what makes a
-    note's search vector stale (sql/015); dropping the old vector as well spares the GIN index an
-    entry nothing will read (the indexer writes the new one)."""
-    hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guard_hidden else "false"
-    lease = f"CASE WHEN %(honour_leases)s THEN {locks.LEASE_SQL} END" if guard_hidden else "NULL::jsonb"
+    written row (id None: nothing written). ``guarded`` (the Host tree's and the web app's
+    writes): nothing is written while the path is hidden from user %(hidden_for)s (hidden is then
+    true), nor while %(honour_leases)s and a lease stops the change (store.locks.LEASE_SQL; lease
+    then describes it). The raised version is what makes a note's search vector stale (sql/015);
+    dropping the old vector as well spares the GIN index an entry nothing will read (the indexer
+    writes the new one)."""
+    hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guarded else "false"
+    lease = f"CASE WHEN %(honour_leases)s THEN {locks.LEASE_SQL} END" if guarded else "NULL::jsonb"
     return f"""
         WITH h AS (SELECT g.*, g.hidden OR g.lease IS NOT NULL AS hold
                      FROM (SELECT {hidden} AS hidden, {lease} AS lease) AS g),
@@ -217,7 +218,7 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     ``hidden_for`` (a user id): raise Hidden, writing nothing, while that user's rename-away save
     hides the path. ``honour_leases`` (a caller holding no lease tokens: the FUSE mount, the web
     app): raise Locked, writing nothing, while a WebDAV client's lease stops the change."""
-    sql = _update_sql(kind, guard_hidden=hidden_for is not None or honour_leases)
+    sql = _update_sql(kind, guarded=hidden_for is not None or honour_leases)
     guild_id, agent_id = owner_columns(level, owner_id)
     params = {"hidden_for": hidden_for, "path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,

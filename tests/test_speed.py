@@ -14,7 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests.conftest import insert_notes, owner_count_held, wait_for_lock_waiters
-from store import admin, notes, provenance, storage
+from store import admin, locks, notes, provenance, storage
 from store.families import NOTES
 from store.layout import folder_of
 from store.access import SYSTEM
@@ -62,7 +62,8 @@ def _create_params(org: int, guild: int, key: str) -> dict[str, Any]:
     return {"org_id": org, "kind": "note", "level": "guild", "guild_id": guild, "agent_id": None, "owner": guild,
             "key": key, "path": f"org/{org}/guilds/{guild}/{key}", "content": "x", "json": None, "by": "t",
             "cap": notes.OWNER_CAP, "may_update": True, "may_create": True, "if_version": None,
-            "hidden_for": 1, **provenance.actor_params(SYSTEM)}
+            "hidden_for": 1, "honour_leases": True, **locks.lease_params(f"org/{org}/guilds/{guild}/{key}"),
+            **provenance.actor_params(SYSTEM)}
 
 
 def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot) -> None:
@@ -75,7 +76,7 @@ def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot)
     # The note write (update, else create under the cap), as a plain save runs it (checking the
     # writer's rename-away hiding itself) and as the full path does, and the bare capped insert
     # (memory.md).
-    for statement in (storage._update_sql("note", guard_hidden=True), storage._update_sql("note"),
+    for statement in (storage._update_sql("note", guarded=True), storage._update_sql("note"),
                       storage._INSERT_UNDER_CAP.format(columns=storage.NOTE_COLUMNS)):
         first = _buffers(db, statement, _create_params(org, empty, "new.md"))
         nine_thousandth = _buffers(db, statement, _create_params(org, full, "new.md"))
