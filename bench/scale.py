@@ -57,7 +57,7 @@ def _grow(db: Database, org: int, total: int, per_guild: int) -> int:
     with db.connection() as conn:
         # What the gateway's indexer and autovacuum do after a bulk load; both phases get it.
         search_index.index_pending(conn, batch=1000)
-        conn.execute("ANALYZE")
+        conn.execute("VACUUM ANALYZE")
     return have
 
 
@@ -112,7 +112,7 @@ def run(conninfo: str, notes: int, large: int, n: int, stats: bool) -> None:
     _seed(db, org, guild, 1, notes)
     with db.connection() as conn:
         search_index.index_pending(conn, batch=1000)
-        conn.execute("ANALYZE")
+        conn.execute("VACUUM ANALYZE")
         if stats:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     gateway = Gateway(db)

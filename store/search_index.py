@@ -12,6 +12,7 @@ note_find stays exact meanwhile: it computes the vectors of the notes still wait
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 import psycopg
@@ -28,53 +29,89 @@ ANALYZE_AFTER = 2000    # a pass that filled this many refreshes the planner's s
 SETTLE = 0.3        # seconds after a local note write before indexing: a burst is one pass
 POLL = 3.0          # seconds between looks for notes written by other processes
 
-# The row locks keep a concurrent save and the indexer apart: a note being saved is skipped and
-# taken in the next pass, and the vector is computed from the very row it is stored in, so it
-# always belongs to the version recorded beside it.
-_INDEX_SQL = """
-    UPDATE artifacts a SET note_search = note_vector(a.key, a.content), note_search_version = a.version
-     WHERE a.id IN (SELECT id FROM artifacts
-                     WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER w AS n,
-                                                         sum(octet_length(content)) OVER w AS upto
-                                                    FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
-                                                  WINDOW w AS (ORDER BY id) ORDER BY id LIMIT %(batch)s) AS first
-                                   WHERE n = 1 OR upto <= %(bytes)s)
-                       AND deleted_at IS NULL AND note_search_pending
-                     FOR UPDATE SKIP LOCKED)"""
+# A batch: the first waiting notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
+# least one), with their vectors. Computed under no lock, so a save never waits for the indexer
+# to compute; _STORE_SQL then keeps each vector only where the note is still at the version it
+# was computed from (a note saved meanwhile stays waiting, for the next batch).
+_BATCH_SQL = """
+    SELECT id, version, note_vector(key, content)::text AS vector
+      FROM (SELECT id, version, key, content, row_number() OVER w AS n, sum(octet_length(content)) OVER w AS upto
+              FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
+            WINDOW w AS (ORDER BY id) ORDER BY id LIMIT %(batch)s) AS first
+     WHERE n = 1 OR upto <= %(bytes)s"""
+_STORE_SQL = """
+    UPDATE artifacts a SET note_search = v.vector, note_search_version = v.version
+      FROM unnest(%s::bigint[], %s::int[], %s::tsvector[]) AS v(id, version, vector)
+     WHERE a.id = v.id AND a.version = v.version AND a.deleted_at IS NULL AND a.note_search_pending"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
-# a 256 KB note, but a batch must never stall on one): recorded as indexed with no vector, so it
-# is found by no word rather than blocking every note after it.
+# a 256 KB note, but a pass must never stall on one): recorded as indexed with no vector, so it
+# is found by no word rather than holding back every note after it.
 _GIVE_UP_SQL = """
     UPDATE artifacts a SET note_search = NULL, note_search_version = a.version
-     WHERE a.id = (SELECT id FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
-                    ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+     WHERE a.id = (SELECT id FROM artifacts WHERE deleted_at IS NULL AND note_search_pending ORDER BY id LIMIT 1)
     RETURNING a.display_path"""
+
+# One indexer at a time over the whole store (several gateways and workers each run one): the
+# others would compute the same batch for nothing. An arbitrary constant ("HFINDEX").
+_PASS_KEY = 0x4846494E444558
 
 
 def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | None = None) -> int:
-    """Fill the search vectors of every note written since it was last indexed, a batch per
-    transaction on ``conn`` (an autocommit connection), until none is left or ``stop`` is set;
-    the number filled."""
-    done = 0
-    while stop is None or not stop.is_set():
-        try:
-            with conn.transaction():
-                n = conn.execute(_INDEX_SQL, {"batch": batch, "bytes": BATCH_BYTES}).rowcount
-        except psycopg.Error as exc:
-            if conn.broken or conn.closed:
-                raise   # the database is away, not this note
-            if batch > 1:
-                batch = 1   # find the note that fails, one at a time
-                continue
-            with conn.transaction():
+    """Fill the search vectors of every note written since it was last indexed, a batch at a
+    time on ``conn`` (an autocommit connection), until none is left, none could be stored (notes
+    saved faster than they are indexed: a later pass) or ``stop`` is set; the number filled.
+    Returns 0 at once while another indexer is at work."""
+    if not conn.execute("SELECT pg_try_advisory_lock(%s) AS mine", (_PASS_KEY,)).fetchone()["mine"]:
+        return 0
+    try:
+        done = 0
+        while stop is None or not stop.is_set():
+            try:
+                rows = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).fetchall()
+            except psycopg.Error as exc:
+                if conn.broken or conn.closed:
+                    raise   # the database is away, not this note
+                if batch > 1:
+                    batch = 1   # find the note that fails, one at a time
+                    continue
                 row = conn.execute(_GIVE_UP_SQL).fetchone()
-            log.warning("no search vector for %s: %s", row["display_path"] if row else "?", str(exc).strip())
-            n = 1
-        done += n
-        if n == 0:
-            break
-    return done
+                log.warning("no search vector for %s: %s", row["display_path"] if row else "?", str(exc).strip())
+                done += 1
+                continue
+            if not rows:
+                break
+            stored = conn.execute(_STORE_SQL, ([r["id"] for r in rows], [r["version"] for r in rows],
+                                               [r["vector"] for r in rows])).rowcount
+            done += stored
+            if not stored:
+                break
+        return done
+    finally:
+        if not (conn.broken or conn.closed):
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_PASS_KEY,))
+
+
+NICE = 10   # the indexer's server process yields the CPU to the ones answering requests
+
+
+def _background_priority(conn: psycopg.Connection) -> None:
+    """Run the server process behind ``conn`` at a lower CPU priority, when it is on this machine
+    and ours to change (the embedded PostgreSQL, one started beside us as the same user, or any
+    when we are root): filling vectors is background work, and on a busy machine it should take
+    the CPU the requests leave, not share it with them. Nothing happens otherwise. Its batches
+    hold no row lock while they compute, so a save never waits behind this slower process."""
+    host = conn.info.host or ""
+    if not (host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")):
+        return   # another machine's process: the pid means nothing here
+    pid = conn.info.backend_pid
+    try:
+        with open(f"/proc/{pid}/comm", encoding="ascii", errors="replace") as comm:
+            if comm.read().strip() != "postgres":
+                return
+        os.setpriority(os.PRIO_PROCESS, pid, NICE)
+    except OSError:
+        pass   # another user's server, or no /proc: the indexer runs at the server's priority
 
 
 class SearchIndexer:
@@ -124,6 +161,7 @@ class SearchIndexer:
             if self._conn is None or self._conn.closed:
                 self._conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5,
                                              row_factory=dict_row)
+                _background_priority(self._conn)
             if index_pending(self._conn, stop=self._stop) >= ANALYZE_AFTER:
                 # A bulk load (or the first pass after sql/015): statistics sampled while the
                 # notes were pending would keep note_find on a table scan.
