@@ -30,18 +30,23 @@ SETTLE = 0.3        # seconds after a local note write before indexing: a burst 
 POLL = 3.0          # seconds between looks for notes written by other processes
 
 # A batch: the first waiting notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
-# least one), with their vectors. Computed under no lock, so a save never waits for the indexer
-# to compute; _STORE_SQL then keeps each vector only where the note is still at the version it
-# was computed from (a note saved meanwhile stays waiting, for the next batch).
+# least one), with their vectors, into a temporary table of this connection. Computed under no
+# lock, so a save never waits for the indexer to compute, and kept in the server, so the vectors
+# never pass through the gateway's Python (whose requests share its interpreter); _STORE_SQL
+# then keeps each vector only where the note is still at the version it was computed from (a
+# note saved meanwhile stays waiting, for the next batch).
+_BATCH_TABLE = """CREATE TEMPORARY TABLE IF NOT EXISTS note_batch
+                      (id bigint, version integer, vector tsvector) ON COMMIT DELETE ROWS"""
 _BATCH_SQL = """
-    SELECT id, version, note_vector(key, content)::text AS vector
+    INSERT INTO note_batch (id, version, vector)
+    SELECT id, version, note_vector(key, content)
       FROM (SELECT id, version, key, content, row_number() OVER w AS n, sum(octet_length(content)) OVER w AS upto
               FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
             WINDOW w AS (ORDER BY id) ORDER BY id LIMIT %(batch)s) AS first
      WHERE n = 1 OR upto <= %(bytes)s"""
 _STORE_SQL = """
     UPDATE artifacts a SET note_search = v.vector, note_search_version = v.version
-      FROM unnest(%s::bigint[], %s::int[], %s::tsvector[]) AS v(id, version, vector)
+      FROM note_batch AS v
      WHERE a.id = v.id AND a.version = v.version AND a.deleted_at IS NULL AND a.note_search_pending"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
@@ -65,10 +70,13 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
     if not conn.execute("SELECT pg_try_advisory_lock(%s) AS mine", (_PASS_KEY,)).fetchone()["mine"]:
         return 0
     try:
+        conn.execute(_BATCH_TABLE)
         done = 0
         while stop is None or not stop.is_set():
             try:
-                rows = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).fetchall()
+                with conn.transaction():
+                    computed = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).rowcount
+                    stored = conn.execute(_STORE_SQL).rowcount if computed else 0
             except psycopg.Error as exc:
                 if conn.broken or conn.closed:
                     raise   # the database is away, not this note
@@ -79,10 +87,6 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
                 log.warning("no search vector for %s: %s", row["display_path"] if row else "?", str(exc).strip())
                 done += 1
                 continue
-            if not rows:
-                break
-            stored = conn.execute(_STORE_SQL, ([r["id"] for r in rows], [r["version"] for r in rows],
-                                               [r["vector"] for r in rows])).rowcount
             done += stored
             if not stored:
                 break

@@ -157,8 +157,10 @@ def test_the_indexer_takes_big_notes_a_few_at_a_time_and_never_stalls(db, boot) 
     org, guild = boot["org_id"], boot["guild_id"]
     insert_notes(db, org, "guild", guild, ["word " * 50_000] * 9)   # 250 KB each
     with db.connection() as conn:
-        first = conn.execute(search_index._BATCH_SQL, {"batch": 50, "bytes": search_index.BATCH_BYTES}).fetchall()
-        assert len(first) == 4   # 1 MB of them
+        conn.execute(search_index._BATCH_TABLE)
+        with conn.transaction():
+            first = conn.execute(search_index._BATCH_SQL, {"batch": 50, "bytes": search_index.BATCH_BYTES}).rowcount
+        assert first == 4   # 1 MB of them
         assert search_index.index_pending(conn) == 9
     # Written around the cap (as a bulk import could): a vector over to_tsvector's 1 MB limit.
     insert_notes(db, org, "agent", boot["agent_id"],
@@ -180,10 +182,11 @@ def test_a_vector_computed_before_a_save_is_not_stored_for_it(db, boot) -> None:
         notes.write_note(conn, org, "guild", guild, "racing.md", "old words", SYSTEM)
     with db.connection() as conn:
         agent_row = load_agent(conn, agent, {org})
-        computed = conn.execute(search_index._BATCH_SQL, {"batch": 50, "bytes": search_index.BATCH_BYTES}).fetchall()
-        notes.write_note(conn, org, "guild", guild, "racing.md", "new words", SYSTEM)
-        stored = conn.execute(search_index._STORE_SQL, ([r["id"] for r in computed], [r["version"] for r in computed],
-                                                        [r["vector"] for r in computed])).rowcount
+        conn.execute(search_index._BATCH_TABLE)
+        with conn.transaction():
+            assert conn.execute(search_index._BATCH_SQL, {"batch": 50, "bytes": search_index.BATCH_BYTES}).rowcount == 1
+            notes.write_note(conn, org, "guild", guild, "racing.md", "new words", SYSTEM)
+            stored = conn.execute(search_index._STORE_SQL).rowcount
         assert stored == 0 and _pending(conn, path)
         assert _found(conn, agent_row, "old") == [] and [k for k, _ in _found(conn, agent_row, "new")] == ["racing.md"]
         assert search_index.index_pending(conn) == 1
