@@ -23,11 +23,11 @@ from store.events import Event, subscribe_local
 
 log = logging.getLogger(__name__)
 
-BATCH = 50          # notes per transaction, and at most BATCH_BYTES of them (at least one note):
-BATCH_BYTES = 1 << 20   # a save of a note in the batch waits for it (a 256 KB note alone is ~65 ms)
+BATCH = 50              # notes per transaction of the indexer's,
+BATCH_BYTES = 1 << 20   # and at most this much of their text (at least one note)
 ANALYZE_AFTER = 2000    # a pass that filled this many refreshes the planner's statistics
-SETTLE = 0.3        # seconds after a local note write before indexing: a burst is one pass
-POLL = 3.0          # seconds between looks for notes written by other processes
+SETTLE = 0.3            # seconds after a local note write before indexing: a burst is one pass
+POLL = 3.0              # seconds between looks for notes written by other processes
 
 # A batch: the first waiting notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
 # least one), with their vectors, into a temporary table of this connection. Computed under no
