@@ -109,7 +109,7 @@ def locked(path: str, lease: dict[str, Any]) -> Locked:
     return Locked(f"/{path} is locked{through} by a WebDAV client of {lease['holder']} until "
                   f"{until:%Y-%m-%d %H:%M} UTC: save your change from that client, or try again once it "
                   "unlocks (closing the file does; an administrator can end an abandoned lock with "
-                  "`hostfinder admin lock remove`)")
+                  "'hostfinder admin lock remove')")
 
 
 def refuse_if_leased(conn: Conn, path: str, *, membership: bool = False) -> None:

@@ -147,21 +147,27 @@ def test_unknown_revisions_and_archive_names_are_404(boot, server) -> None:
     assert row["task"] == ""
 
 
-def test_a_task_open_in_a_webdav_client_is_not_saved_over(boot, server, operator) -> None:
+def test_a_task_open_in_a_webdav_client_is_not_saved_over(browser: Browser, boot, server, operator) -> None:
     """task.md locked by a WebDAV client (an editor over WebDAV): the task editor's Save is refused
-    with the holder's name and keeps the text; nothing is written."""
-    from tests.web_browser import csrf_of
+    with the holder's name and keeps the text; nothing is written; after the unlock, Save works."""
     org, agent = boot["org_id"], boot["agent_id"]
     path = f"org/{org}/agents/{agent}/task.md"
     lock_body = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
                  b'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>vim</D:owner></D:lockinfo>')
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
     r = operator.request("LOCK", f"{server.url}/dav/{path}", data=lock_body, headers={"Timeout": "Second-300"})
     assert r.status_code == 200, r.text
-    s = web_login(server, boot["email"], boot["password"])
-    page = s.get(f"{server.url}/agents/{agent}")
-    saved = s.post(f"{server.url}/agents/{agent}/task",
-                   data={"csrf_token": csrf_of(page.text), "task": "my new task", "version": "0"})
-    assert saved.status_code == 423 and f"/{path} is locked by a WebDAV client of {boot['email']}" in saved.text
-    assert "my new task" in saved.text
-    with server.db.connection() as conn:
-        assert conn.execute("SELECT task FROM agents WHERE id = %s", (agent,)).fetchone()["task"] == ""
+    editor = browser.find("#task-content")
+    editor.clear()
+    editor.send_keys("my new task\n")
+    press(browser, "Save")
+    assert f"/{path} is locked by a WebDAV client of {boot['email']}" in browser.find(".flash.error").text
+    assert browser.find("#task-content").get_attribute("value") == "my new task\n"
+    browser.shot("task-locked")
+    browser.check_console()
+    assert task_api(operator, server, agent)["task"] == ""
+    assert operator.request("UNLOCK", f"{server.url}/dav/{path}",
+                            headers={"Lock-Token": r.headers["Lock-Token"]}).status_code == 204
+    press(browser, "Save")
+    assert task_api(operator, server, agent)["task"] == "my new task\n"
