@@ -278,7 +278,8 @@ def add_admin_commands(objects: argparse._SubParsersAction) -> None:
     lock = _object(objects, "lock")
     with _action(lock, "list", "list the WebDAV locks held now (who, where, until when)",
                  lambda db, a: admin.list_locks(db, under=a.under)) as p:
-        p.add_argument("--under", default="", metavar="PATH", help="only locks on PATH or below it")
+        p.add_argument("--under", default="", metavar="PATH",
+                       help="only locks on PATH, below it or on a folder above it with depth infinity")
     with _action(lock, "remove", "end the WebDAV locks on a path and below it (an abandoned lock)",
                  lambda db, a: admin.remove_locks(db, path=a.path)) as p:
         p.add_argument("path", help="a tree path, such as org/1/guilds/2/notes.md")

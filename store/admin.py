@@ -160,10 +160,11 @@ def remove_member(db: Database, *, org_id: int, email: str) -> dict[str, Any]:
 
 
 def list_locks(db: Database, *, under: str = "") -> dict[str, Any]:
-    """The WebDAV locks now held, on ``under`` (a tree path such as org/1/guilds/2) or below it:
-    who holds each, where and until when (never its token)."""
+    """The WebDAV locks now held on ``under`` (a tree path such as org/1/guilds/2), below it, or
+    on a folder above it with depth infinity (every lock for ""): who holds each, where and until
+    when (never its token)."""
     with db.connection() as conn:
-        held = locks.live(conn, under.strip("/"))
+        held = locks.under(conn, under.strip("/"))
     return {"locks": [{"path": lease["path"], "holder": lease.get("principal"), "depth": lease.get("depth"),
                        "scope": lease.get("scope"), "until": lease["expires_at"]} for lease in held]}
 

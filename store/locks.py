@@ -121,14 +121,6 @@ def refuse_if_leased(conn: Conn, path: str, *, membership: bool = False) -> None
         raise locked(path, row["lease"])
 
 
-def live(conn: Conn, under_path: str = "") -> list[Lease]:
-    """Every live lease on ``under_path`` or below it (all of them for ""), oldest first."""
-    rows = conn.execute("""SELECT token, path, data, expires_at FROM path_leases
-                            WHERE expires_at > now() AND (%s = '' OR path = %s OR path LIKE %s)
-                            ORDER BY created_at""", (under_path, under_path, _like_prefix(under_path))).fetchall()
-    return [_row(r) for r in rows]
-
-
 def under(conn: Conn, folder: str) -> list[Lease]:
     """Every live lease on the folder, its ancestors or anything below it: what a listing of the
     folder needs, in one query."""

@@ -37,25 +37,25 @@ def latest_version() -> int:
     return files[-1][0] if files else 0
 
 
+def applied_numbers(conn: psycopg.Connection) -> set[int]:
+    """The numbers of the migrations applied to this database (none for an empty one). Rows as
+    tuples or dicts: callers pass the store's connections and bare ones alike."""
+    row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
+    if not (row["present"] if isinstance(row, dict) else row[0]):
+        return set()
+    return {(r["version"] if isinstance(r, dict) else r[0])
+            for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+
+
 def current_version(conn: psycopg.Connection) -> int:
     """The highest applied migration, 0 for an empty database."""
-    row = conn.execute(
-        "SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
-    present = row["present"] if isinstance(row, dict) else row[0]
-    if not present:
-        return 0
-    row = conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations").fetchone()
-    return row["v"] if isinstance(row, dict) else row[0]
+    return max(applied_numbers(conn), default=0)
 
 
 def missing(conn: psycopg.Connection) -> list[int]:
     """The shipped migrations not applied to this database: a number below the highest applied
     one (a migration added in its area, such as 015 after 070) is missing too."""
-    present = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").fetchone()
-    if not (present["present"] if isinstance(present, dict) else present[0]):
-        return [n for n, _, _ in available()]
-    done = {(r["version"] if isinstance(r, dict) else r[0])
-            for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    done = applied_numbers(conn)
     return [n for n, _, _ in available() if n not in done]
 
 
@@ -69,7 +69,7 @@ def migrate(conninfo: str) -> list[str]:
                                 version integer PRIMARY KEY,
                                 name text NOT NULL,
                                 applied_at timestamptz NOT NULL DEFAULT now())""")
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            done = applied_numbers(conn)
             for number, name, sql in available():
                 if number in done:
                     continue

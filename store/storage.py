@@ -218,13 +218,14 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
     ``hidden_for`` (a user id): raise Hidden, writing nothing, while that user's rename-away save
     hides the path. ``honour_leases`` (a caller holding no lease tokens: the FUSE mount, the web
     app): raise Locked, writing nothing, while a WebDAV client's lease stops the change."""
-    sql = _update_sql(kind, guarded=hidden_for is not None or honour_leases)
+    guarded = hidden_for is not None or honour_leases
+    sql = _update_sql(kind, guarded=guarded)
     guild_id, agent_id = owner_columns(level, owner_id)
     params = {"hidden_for": hidden_for, "path": display_path, "content": content, "by": actor.name, "may_update": not create_only,
               "if_version": if_version, "may_create": not if_version, "org_id": org_id, "level": level,
               "owner": owner_key(level, owner_id), "guild_id": guild_id, "agent_id": agent_id, "key": key,
               "cap": OWNER_CAP, "honour_leases": honour_leases,
-              **locks.lease_params(display_path), **actor_params(actor)}
+              **(locks.lease_params(display_path) if guarded else {}), **actor_params(actor)}
     for _ in range(2):
         row = conn.execute(sql, params).fetchone()
         current, count, created = row.pop("current_version"), row.pop("owner_count"), row.pop("created")
