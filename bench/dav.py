@@ -9,7 +9,8 @@ serving the same notes from disk, in a process of its own on the same cheroot se
 threads, lock and property managers) with the same Basic login. ``--peer rclone`` adds
 `rclone serve webdav` over the same directory, same login. Each run measures every target in turn
 (interleaved), ``--runs`` times; each figure is printed as the cost ratio target / reference per
-run (below 1.0 = faster than the reference), then the range over the runs. The client is
+run (below 1.0 = faster than the reference), then the range over the runs, and then the seconds
+behind every ratio. The client is
 http.client on keep-alive connections (bench.dav.Client): it costs little per request, so the
 ratios show the servers (with requests' Session, the client's own cost was most of each request
 and pulled every ratio toward 1.0).
@@ -296,6 +297,11 @@ def report(results: list[dict[str, dict[str, float]]], names: list[str]) -> None
     print(f"{'Host Finder: last 10 % of creates / first 10 %':42} {'':10} {' '.join(f'{x:.2f}' for x in flat):>24}")
     print("(ratio = target time / files time in the same run; below 1.0 = faster than the reference; "
           "files (s) = the reference's best time)")
+    # The seconds behind the ratios: a ratio can move because the reference's run did (its first
+    # run of creates into a new directory is slow), and a target can slow down from run to run.
+    print("\nseconds per run:")
+    for f in figures:
+        print(f"{f:42} " + " | ".join(f"{n} {' '.join(f'{r[n][f]:.3f}' for r in results)}" for n in names))
 
 
 def _cpu_seconds(pid: int) -> float:
