@@ -80,6 +80,8 @@ def covering(conn: Conn, path: str, *, include_root: bool = True, include_childr
 # that folder (%(membership)s: a delete or a move; or a write where no file is there yet, a
 # create). One SQL expression, so a write adds it to its own statement (store.storage) and
 # honouring leases costs that write no round trip; refuse_if_leased() asks it alone.
+# covering() spells the first two rules too, for WebDAV's lock storage, which needs every
+# covering lease with its data rather than the one that stops a change.
 # Parameters: %(path)s and those of lease_params().
 LEASE_SQL = """(SELECT jsonb_build_object('holder', coalesce(l.data->>'principal', 'another client'),
                                           'root', l.path, 'until', l.expires_at)
