@@ -1,0 +1,27 @@
+"""store.db's pool: which connection a request is lent."""
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from store.db import Database
+
+
+def _backend(db: Database) -> int:
+    with db.connection() as conn:
+        return conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+
+
+def test_after_a_burst_a_sequential_client_stays_on_the_connection_returned_last(db_url: str) -> None:
+    """A burst of concurrent requests grows the pool; the requests one at a time after it must not
+    go round every server process in turn (FIFO), which measured 15 % slower per PUT: each is lent
+    the connection returned last."""
+    db = Database(db_url, min_size=1, max_size=4).open()
+    try:
+        with ExitStack() as burst:
+            held = [burst.enter_context(db.connection()) for _ in range(3)]
+            pids = [c.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"] for c in held]
+        assert len(set(pids)) == 3
+        # ExitStack returned them last-borrowed first, so the first borrowed came back last.
+        assert [_backend(db) for _ in range(6)] == [pids[0]] * 6
+    finally:
+        db.close()
