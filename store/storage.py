@@ -16,7 +16,7 @@ from typing import Any
 
 from store import locks, scratch
 from store.access import Actor
-from store.db import Conn, on_constraint
+from store.db import Conn, compact, on_constraint
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
 from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 
@@ -167,7 +167,7 @@ def _update_sql(kind: str, *, guarded: bool = False) -> str:
     writes the new one)."""
     hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guarded else "false"
     lease = f"CASE WHEN %(honour_leases)s THEN {locks.LEASE_SQL} END" if guarded else "NULL::jsonb"
-    return f"""
+    return compact(f"""
         WITH h AS (SELECT g.*, g.hidden OR g.lease IS NOT NULL AS hold
                      FROM (SELECT {hidden} AS hidden, {lease} AS lease) AS g),
              cur AS (SELECT id, version FROM artifacts
@@ -200,7 +200,7 @@ def _update_sql(kind: str, *, guarded: bool = False) -> str:
                (SELECT lease FROM h) AS lease,
                coalesce((SELECT live FROM n), 0) AS owner_count, (SELECT id FROM change) AS change_id,
                {notify_change("change")} AS notified, w.*
-          FROM (VALUES (1)) AS v LEFT JOIN w ON true"""
+          FROM (VALUES (1)) AS v LEFT JOIN w ON true""")
 
 
 def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: int | None, key: str,

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from store.db import Database
+import pytest
+
+from store.db import Database, compact
 
 
 def _backend(db: Database) -> int:
@@ -25,3 +27,14 @@ def test_after_a_burst_a_sequential_client_stays_on_the_connection_returned_last
         assert [_backend(db) for _ in range(6)] == [pids[0]] * 6
     finally:
         db.close()
+
+
+def test_compact_keeps_what_string_literals_hold_and_refuses_a_comment(db: Database) -> None:
+    statement = """
+        SELECT 'two  spaces\n and a line' AS kept,   'it''s' AS quoted,
+               1 +   2 AS n"""
+    assert compact(statement) == "SELECT 'two  spaces\n and a line' AS kept, 'it''s' AS quoted, 1 + 2 AS n"
+    with db.connection() as conn:
+        assert conn.execute(compact(statement)).fetchone() == conn.execute(statement).fetchone()
+    with pytest.raises(ValueError):
+        compact("SELECT 1 -- one\n, 2")

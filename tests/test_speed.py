@@ -231,3 +231,29 @@ def test_moves_between_two_owners_in_opposite_directions_at_once_both_succeed(db
     assert {f"org/{org}/agents/{agent}/to-agent.md", f"org/{org}/guilds/{guild}/to-guild.md"} <= paths
     assert _live(db, org, "guild", guild) == _counted(db, org, "guild", guild)
     assert _live(db, org, "agent", agent) == _counted(db, org, "agent", agent)
+
+
+def test_a_save_runs_no_statement_psycopg_must_parse_again(db, boot, monkeypatch) -> None:
+    """psycopg keeps the parse of a statement of at most 4 096 characters and 50 parameters and
+    parses any longer one again on every execution (64 µs of every WebDAV PUT and mount save, when
+    the save statement was 4 219 characters as written): the Host tree's saves, guarded as the
+    WebDAV provider, the mount and the web app run them, and an agent's note write stay within it."""
+    from psycopg import _queries   # the uncached parse is reached only for statements too long to keep
+    from store.host import HostTree
+    from store.access import Door
+    parsed_again: list[int] = []
+    uncached = _queries._query2pg_nocache
+
+    def counting(query: bytes, encoding: str) -> Any:
+        parsed_again.append(len(query))
+        return uncached(query, encoding)
+    monkeypatch.setattr(_queries, "_query2pg_nocache", counting)
+    principal = Door(db).basic(boot["email"], boot["password"])
+    folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    for honour_leases in (False, True):
+        tree = HostTree(db, principal, honour_leases=honour_leases)
+        tree.put(f"{folder}/saved.md", b"first")      # a create
+        tree.put(f"{folder}/saved.md", b"second")     # an overwrite
+    with db.transaction() as conn:
+        notes.write_note(conn, boot["org_id"], "guild", boot["guild_id"], "agent.md", "by an agent", SYSTEM)
+    assert parsed_again == []
