@@ -1,4 +1,4 @@
-"""store.db's pool: which connection a request is lent."""
+"""store.db: which connection a request is lent, and statements psycopg can keep parsed."""
 from __future__ import annotations
 
 from contextlib import ExitStack
