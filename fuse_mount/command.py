@@ -27,6 +27,7 @@ import trio
 from fuse_mount.events import follow_changes
 from fuse_mount.operations import HostOperations
 from store.access import Door
+from store.changefeed import Change
 from store.db import Database
 from store.filecache import FileCache
 from store.host import HostTree
@@ -118,8 +119,9 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
             principal = dataclasses.replace(principal, org_ids=frozenset({args.org}))
 
         # A mount's trees live for hours, one per worker thread: stat() keeps no private copy of
-        # content (content_ttl=0), while the shared, event-kept cache answers repeated reads.
-        cache = FileCache(runtime.conninfo).start()
+        # content (content_ttl=0), while the shared, event-kept cache answers repeated reads. The
+        # mount's change feed (_serve) keeps it, on the mount's one LISTEN connection.
+        cache = FileCache(runtime.conninfo).start(listen=False)
         ops = HostOperations(lambda: HostTree(db, principal, cache=cache, content_ttl=0.0), concurrency=POOL_SIZE)
         options = set(pyfuse3.default_options) | {"fsname=hostfinder", "subtype=hostfinder"}
         try:
@@ -150,11 +152,12 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
 
 
 async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: frozenset[int]) -> None:
-    # The content cache forgets a path before the kernel is told to, so the kernel's re-read after
-    # an event can never be answered from a cache that has not seen the same event yet.
-    async def invalidate(path: str) -> None:
-        cache.invalidate(path)
-        await ops.invalidate(path)
+    # The content cache applies an event before the kernel is told to forget its paths, so the
+    # kernel's re-read can never be answered from a cache that has not seen the same event yet.
+    async def changed(change: Change) -> None:
+        cache.apply(change.event)
+        for path in change.paths:
+            await ops.invalidate(path)
 
     async def invalidate_all() -> None:
         cache.clear()
@@ -162,7 +165,7 @@ async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: 
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal)
-        await nursery.start(follow_changes, conninfo, org_ids, invalidate, invalidate_all)
+        await nursery.start(follow_changes, conninfo, org_ids, changed, invalidate_all, cache.following)
         ops.nursery = nursery
         # Returns when the kernel ends the session (fusermount3 -u) or after terminate().
         await pyfuse3.main()

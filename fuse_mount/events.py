@@ -2,8 +2,9 @@
 
 A note written over WebDAV, through the API or by an agent's tool commits with a NOTIFY
 (store.provenance.record_change). The mount follows the store's change feed (store.changefeed, a
-connection of its own) and, for each changed path, invalidates the kernel's cached name,
-attributes and pages, so the next ``ls`` or ``cat`` asks the tree again.
+connection of its own, the mount's only one: its content cache is fed from here too) and, for
+each changed path, invalidates the kernel's cached name, attributes and pages, so the next ``ls``
+or ``cat`` asks the tree again.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
-from store.changefeed import ChangeFeed
+from store.changefeed import Change, ChangeFeed
 from store.errors import Unavailable
 
 log = logging.getLogger("hostfinder.fuse")
@@ -21,11 +22,13 @@ RETRY_SECONDS = 2.0
 
 
 async def follow_changes(conninfo: str, org_ids: Iterable[int],
-                         invalidate: Callable[[str], Awaitable[None]],
+                         changed: Callable[[Change], Awaitable[None]],
                          invalidate_all: Callable[[], Awaitable[None]],
+                         following: Callable[[bool], None],
                          *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
-    """Run until cancelled: invalidate each changed path of the mounted organisations. A lost
-    connection is retried; events missed meanwhile are covered by dropping every cached entry."""
+    """Run until cancelled: hand each change of the mounted organisations to ``changed``. A lost
+    connection is retried; ``following`` hears whether the feed is up (False while events may be
+    missed), and events missed meanwhile are covered by ``invalidate_all`` once it is back."""
     feed = ChangeFeed(conninfo, org_ids)
     started = False
     try:
@@ -35,19 +38,22 @@ async def follow_changes(conninfo: str, org_ids: Iterable[int],
                 if started:
                     log.info("change events: listening again; refreshing every cached entry")
                     await invalidate_all()
-                else:
+                following(True)
+                if not started:
                     started = True
                     task_status.started()
                 while True:
                     changes = await trio.to_thread.run_sync(feed.wait, 1.0, abandon_on_cancel=True)
-                    for path, operation in changes:
-                        log.debug("changed elsewhere: %s (%s)", path, operation)
-                        await invalidate(path)
+                    for change in changes:
+                        log.debug("changed elsewhere: %s (%s)", ", ".join(change.paths), change.operation)
+                        await changed(change)
             except Unavailable as exc:
+                following(False)
                 log.warning("change events: %s; retrying in %.0f s", exc, RETRY_SECONDS)
                 if not started:
                     started = True
                     task_status.started()
                 await trio.sleep(RETRY_SECONDS)
     finally:
+        following(False)
         feed.close()

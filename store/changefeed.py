@@ -6,17 +6,28 @@ from every other store call, so a front end maps one error class and never impor
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import psycopg
 
 from store.errors import Unavailable
-from store.events import ChangeListener, tree_paths
+from store.events import ChangeListener, Event, tree_paths
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change of a followed organisation: the tree paths it changed, its operation, and the
+    event as the store sent it, for a follower that also keeps a store.filecache.FileCache (which
+    applies the event itself: a deleted guild's event empties the whole folder)."""
+    paths: list[str]
+    operation: str
+    event: Event
 
 
 class ChangeFeed:
-    """The changed tree paths of ``org_ids``, on a LISTEN connection of its own. ``wait`` blocks:
-    run it in a thread. After Unavailable, ``connect`` again; events sent meanwhile are lost, so
-    whatever a follower cached must then be dropped as a whole."""
+    """The changes of ``org_ids``, on a LISTEN connection of its own. ``wait`` blocks: run it in
+    a thread. After Unavailable, ``connect`` again; events sent meanwhile are lost, so whatever a
+    follower cached must then be dropped as a whole."""
 
     def __init__(self, conninfo: str, org_ids: Iterable[int]) -> None:
         self.org_ids = frozenset(org_ids)
@@ -28,16 +39,15 @@ class ChangeFeed:
         except psycopg.Error as exc:
             raise Unavailable(f"cannot listen for changes: {_first_line(exc)}") from exc
 
-    def wait(self, timeout: float) -> list[tuple[str, str]]:
-        """(tree path, operation) for each change within ``timeout`` seconds (returns at the first
-        burst), only for the organisations followed."""
+    def wait(self, timeout: float) -> list[Change]:
+        """The changes within ``timeout`` seconds (returns at the first burst), only for the
+        organisations followed."""
         try:
             events = self._listener.wait(timeout)
         except psycopg.Error as exc:
             raise Unavailable(f"the change feed's connection was lost: {_first_line(exc)}") from exc
-        return [(path, str(event.get("operation") or ""))
-                for event in events if event.get("org_id") in self.org_ids
-                for path in tree_paths(event)]
+        return [Change(tree_paths(event), str(event.get("operation") or ""), event)
+                for event in events if event.get("org_id") in self.org_ids]
 
     def close(self) -> None:
         self._listener.close()

@@ -15,8 +15,9 @@ carries nothing new (every read that started after the first one saw the commit)
 skipped by its change id; otherwise it would evict what a listing fetched in between and turn the
 next read into a query for no reason.
 
-While the LISTEN connection is down the cache is off (every read goes to the database), and it
-starts empty again when the connection comes back, so missed events cannot leave stale entries.
+While the LISTEN connection is down (its own, or the FUSE mount's change feed, which hands the
+cache its events: ``start(listen=False)``) the cache is off (every read goes to the database), and
+it starts empty again when the connection comes back, so missed events cannot leave stale entries.
 Entries also expire after ``max_age`` seconds as a backstop for changes that publish no event
 (an organisation deleted by hand in SQL). Only families whose every change publishes an event on
 the file's own path are cached: those that say so (``Family.cacheable`` in store.families)."""
@@ -54,12 +55,27 @@ class FileCache:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> FileCache:
-        """Follow change events in a daemon thread; the cache turns on once LISTEN is in place."""
+    def start(self, *, listen: bool = True) -> FileCache:
+        """Follow change events: in a daemon thread on a LISTEN connection of its own, the cache
+        turning on once LISTEN is in place; or, ``listen=False``, from a caller that follows them
+        already (the FUSE mount's change feed), which hands over each event (``apply``) and says
+        when its feed is up or lost (``following``). One LISTEN connection instead of two spares
+        the mount a second thread waking for every change, its own saves' included (about 10 % of
+        a save's time on 2 cores)."""
         self._unsubscribe = subscribe_local(self._on_local_event)
-        self._thread = threading.Thread(target=self._follow, name="hostfinder-filecache", daemon=True)
-        self._thread.start()
+        if listen:
+            self._thread = threading.Thread(target=self._follow, name="hostfinder-filecache", daemon=True)
+            self._thread.start()
         return self
+
+    def following(self, up: bool) -> None:
+        """For a cache started with ``listen=False``: the caller's feed is in place (the cache
+        turns on, empty) or lost (it turns off: events may be missed until the feed is back)."""
+        self._set_live(up)
+
+    def apply(self, event: Event) -> None:
+        """For a cache started with ``listen=False``: a change event from the caller's feed."""
+        self._on_notified_event(event)
 
     def wait_live(self, timeout: float = 5.0) -> bool:
         deadline = time.monotonic() + timeout

@@ -159,3 +159,48 @@ def test_a_deleted_guild_takes_its_notes_out_of_the_cache(server, boot, operator
         assert time.monotonic() < deadline, "the deleted guild's note stayed in the cache"
         time.sleep(0.02)
     assert operator.get(url).status_code == 404
+
+
+def test_a_cache_fed_by_its_owners_feed_is_on_only_while_that_feed_is_up(db, boot) -> None:
+    """The FUSE mount hands its cache the events of its own change feed (start(listen=False)):
+    the cache answers nothing until the feed is up and nothing once it is lost, applies a deleted
+    guild's event to everything under the guild's folder, and skips the NOTIFY copy of a write
+    this process made (already applied when it committed)."""
+    from store.host import HostTree
+    cache = FileCache(db.conninfo).start(listen=False)
+    try:
+        folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+        cache.put(f"{folder}/a.md", "node", b"a", cache.generation)
+        assert cache.get(f"{folder}/a.md") is None, "no feed yet: off"
+
+        cache.following(True)
+        cache.put(f"{folder}/a.md", "node", b"a", cache.generation)
+        cache.put(f"{folder}/sub/b.md", "node", b"b", cache.generation)
+        assert cache.get(f"{folder}/a.md") == ("node", b"a")
+        cache.apply({"org_id": boot["org_id"], "display_path": folder, "operation": "delete"})
+        assert cache.get(f"{folder}/a.md") is None and cache.get(f"{folder}/sub/b.md") is None
+
+        principal = Door(db).basic(boot["email"], boot["password"])
+        tree = HostTree(db, principal, cache=cache)
+        tree.write(f"{folder}/own.md", b"own")
+        changes = _changes_of(db, f"{folder}/own.md")
+        tree.list(folder)                      # brings own.md into the cache
+        assert cache.get(f"{folder}/own.md")[1] == b"own"
+        cache.apply(changes[-1])               # its NOTIFY copy, arriving after the listing
+        assert cache.get(f"{folder}/own.md")[1] == b"own"
+
+        cache.following(False)
+        assert cache.get(f"{folder}/own.md") is None, "feed lost: off, and empty when it is back"
+        cache.following(True)
+        assert cache.get(f"{folder}/own.md") is None
+    finally:
+        cache.stop()
+
+
+def _changes_of(db, path: str) -> list[dict]:
+    """The change events of ``path`` as its NOTIFY carried them (change_id, operation, version)."""
+    with db.connection() as conn:
+        rows = conn.execute("SELECT id, org_id, display_path, operation, version FROM file_changes"
+                            " WHERE display_path = %s ORDER BY id", (path,)).fetchall()
+    return [{"change_id": r["id"], "org_id": r["org_id"], "display_path": r["display_path"],
+             "operation": r["operation"], "version": r["version"]} for r in rows]

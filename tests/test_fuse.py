@@ -511,6 +511,28 @@ def test_agent_note_write_shows_up_within_a_second(mount: Mount) -> None:
     eventually(lambda: "fresh.md" not in os.listdir(folder), 1.0)
 
 
+def test_a_change_made_while_the_mount_was_not_listening_shows_once_it_listens_again(mount: Mount) -> None:
+    """The mount's one LISTEN connection (its change feed, which also keeps its content cache)
+    is cut; a change made before it is back sends its event to nobody. Once the feed is back, the
+    mount drops everything it kept (kernel and content cache), so the change shows, and changes
+    after that show as they happen."""
+    org, guild = mount.boot["org_id"], mount.boot["guild_id"]
+    path, file = f"org/{org}/guilds/{guild}/status.md", mount.org / "guilds" / str(guild) / "status.md"
+    mount.tree.write(path, b"before\n")
+    assert file.read_text() == "before\n"
+    assert file.read_text() == "before\n"   # kept by the kernel and the mount's content cache
+    with mount.db.connection() as conn:
+        cut = conn.execute("SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity"
+                           " WHERE datname = current_database() AND query LIKE 'LISTEN %%'"
+                           " AND pid <> pg_backend_pid()").fetchall()
+    assert len(cut) == 1, "the mount listens on one connection"
+    mount.tree.write(path, b"while cut\n")
+    eventually(lambda: file.read_text() == "while cut\n", 5.0)
+    assert "listening again" in mount.log()
+    mount.tree.write(path, b"after\n")
+    eventually(lambda: file.read_text() == "after\n", 1.0)
+
+
 def test_folders_that_change_without_an_event_are_never_answered_from_an_old_listing(mount: Mount) -> None:
     """A guild or agent created after `ls` (no file event announces it) is there at once, and a
     memory save's new history-archive file is listed at once: the mount keeps no listing of the
