@@ -67,15 +67,18 @@ def compact(statement: str) -> str:
     """``statement`` with every run of whitespace outside its string literals made one space.
 
     psycopg parses a statement's placeholders again on every execution unless the text is at most
-    4 096 characters long (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH); up to that it keeps the
+    4 096 bytes long (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH); up to that it keeps the
     parse. The Host tree's save statement is 4 219 characters as written (indented for reading)
     and 3 090 compacted: re-parsing it cost 64 µs of every WebDAV PUT and mount save. For
-    statements built once (functools.cache), where the text is long. A ``--`` comment would swallow
-    the rest of a compacted statement, so one is refused."""
+    statements built once (functools.cache), where the text is long. Only plain SQL with '...'
+    literals is folded: a ``--`` comment would swallow the rest of the folded statement, and
+    quoted identifiers, dollar quoting, escape strings and block comments would be told from the
+    rest wrongly by counting quotes, so a statement holding any of them is refused."""
+    for sign in ("--", "/*", '"', "$", "\\"):
+        if sign in statement:
+            raise ValueError(f"compact() folds plain SQL only; this statement holds {sign!r}")
     parts = statement.split("'")
     for i in range(0, len(parts), 2):   # even parts lie outside '...' literals ('' included)
-        if "--" in parts[i]:
-            raise ValueError("compact(): the statement has a -- comment, which would end it early")
         parts[i] = _WHITESPACE.sub(" ", parts[i])
     return "'".join(parts).strip()
 
@@ -184,7 +187,8 @@ class _MostRecentFirst(ConnectionPool):
     PUT, one client, before and after 2 000 GETs from 16 connections): 1.40 ms a create before the
     burst and 1.61-1.63 ms after it with FIFO; this keeps a sequential client on one server
     process, as before the burst. The connections left unused sit at the pool's far end, where
-    psycopg_pool's shrinking closes them first (one per ``max_idle``).
+    psycopg_pool's shrinking closes them first, one per ``max_idle`` (Database sets a minute, so
+    spare connections do not sit idle for an hour, where a firewall could drop them unseen).
 
     The pool calls ``_get_ready_connection`` under its lock to take ``_pool[0]``; turning the
     deque by one first hands out the right end (the most recently returned). Should a psycopg_pool
@@ -192,9 +196,15 @@ class _MostRecentFirst(ConnectionPool):
 
     def _get_ready_connection(self, *args: Any, **kwargs: Any) -> psycopg.Connection | None:
         idle = getattr(self, "_pool", None)
-        if isinstance(idle, deque) and len(idle) > 1:
+        turned = isinstance(idle, deque) and len(idle) > 1
+        if turned:
             idle.rotate(1)
-        return super()._get_ready_connection(*args, **kwargs)
+        try:
+            return super()._get_ready_connection(*args, **kwargs)
+        except BaseException:
+            if turned:
+                idle.rotate(-1)   # nothing was lent: the order stays as it was
+            raise
 
 
 class Database:
@@ -225,6 +235,7 @@ class Database:
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
             kwargs=self._kwargs, configure=self._configure,
             timeout=timeout, reconnect_timeout=2.0, reconnect_failed=lambda pool: self._mark_down(),
+            max_idle=60.0,
         )
 
     # -- availability ------------------------------------------------------------------------------
