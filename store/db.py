@@ -68,8 +68,8 @@ def compact(statement: str) -> str:
 
     psycopg parses a statement's placeholders again on every execution unless the text is at most
     4 096 bytes long (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH); up to that it keeps the
-    parse. The Host tree's save statement is 4 219 characters as written (indented for reading)
-    and 3 090 compacted: re-parsing it cost 64 µs of every WebDAV PUT and mount save. For
+    parse. The Host tree's save statement is 4 219 bytes as written (indented for reading) and
+    3 090 compacted: re-parsing it cost 64 µs of every WebDAV PUT and mount save. For
     statements built once (functools.cache), where the text is long. Only plain SQL with '...'
     literals is folded: a ``--`` comment would swallow the rest of the folded statement, and
     quoted identifiers, dollar quoting, escape strings and block comments would be told from the
@@ -183,10 +183,10 @@ class _MostRecentFirst(ConnectionPool):
 
     Why: once a burst of concurrent requests has grown a worker's pool (to ten connections in
     bench.dav), FIFO passes every later request to the next of those ten server processes in
-    turn, each with its CPU caches and its share of the catalogue caches cold. Measured over HTTP (10 000 creates by
-    PUT, one client, before and after 2 000 GETs from 16 connections): 1.40 ms a create before the
-    burst and 1.61-1.63 ms after it with FIFO; this keeps a sequential client on one server
-    process, as before the burst. The connections left unused sit at the pool's far end, where
+    turn, each with its CPU caches and its share of the catalogue caches cold. Measured over HTTP
+    (10 000 creates by PUT, one client, before and after 2 000 GETs from 16 connections): 1.40 ms
+    a create before the burst and 1.61-1.63 ms after it with FIFO; this keeps a sequential client
+    on one server process, as before the burst. The connections left unused sit at the pool's far end, where
     psycopg_pool's shrinking closes them first, one per ``max_idle`` (Database sets a minute, so
     spare connections do not sit idle for an hour, where a firewall could drop them unseen).
 
