@@ -73,9 +73,6 @@ class FileCache:
         turns on, empty) or lost (it turns off: events may be missed until the feed is back)."""
         self._set_live(up)
 
-    def apply(self, event: Event) -> None:
-        """For a cache started with ``listen=False``: a change event from the caller's feed."""
-        self._on_notified_event(event)
 
     def wait_live(self, timeout: float = 5.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -101,7 +98,7 @@ class FileCache:
                 self._set_live(True)
                 while not self._stop.is_set():
                     for event in listener.wait(0.5):
-                        self._on_notified_event(event)
+                        self.apply(event)
             except psycopg.Error as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 if self._live:
@@ -183,7 +180,9 @@ class FileCache:
                     self._applied_here.popitem(last=False)
         self._invalidate_event(event)
 
-    def _on_notified_event(self, event: Event) -> None:
+    def apply(self, event: Event) -> None:
+        """A change event as NOTIFY delivered it: from this cache's own LISTEN connection, or from
+        the caller's feed when it was started with ``listen=False``."""
         change_id = event.get("change_id")
         if isinstance(change_id, int):
             with self._lock:

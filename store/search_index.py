@@ -121,7 +121,8 @@ def _background_priority(conn: psycopg.Connection) -> None:
 class SearchIndexer:
     """A daemon thread running ``index_pending`` on a connection of its own (as the login watch
     has), so it never takes a pooled connection from a request. Several gateways (or workers)
-    may each run one: SKIP LOCKED gives each batch to one of them."""
+    may each run one: index_pending's advisory lock lets one pass run at a time, and the others
+    return at once."""
 
     def __init__(self, conninfo: str, *, settle: float = SETTLE, poll: float = POLL) -> None:
         self.conninfo, self.settle, self.poll = conninfo, settle, poll
