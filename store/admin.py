@@ -5,8 +5,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from store import locks, sessions
-from store.access import hash_password, new_token
+from store import locks, sessions, tasks
+from store.access import SYSTEM, hash_password, new_token
 from store.db import Conn, Database, on_constraint
 from store.errors import Conflict, Invalid, NotFound
 
@@ -39,12 +39,17 @@ def create_agent(db: Database, *, org_id: int, guild_id: int, name: str, task: s
         guild = conn.execute("SELECT org_id FROM guilds WHERE id = %s", (guild_id,)).fetchone()
         if guild is None or guild["org_id"] != org_id:
             raise NotFound(f"unknown guild {guild_id} in organisation {org_id}")
-        cols = ["org_id", "guild_id", "name", "task", "task_version", *flags]
-        vals = [org_id, guild_id, name, task, 1 if task else 0, *flags.values()]
-        return conn.execute(
+        cols = ["org_id", "guild_id", "name", *flags]
+        vals = [org_id, guild_id, name, *flags.values()]
+        agent = conn.execute(
             f"INSERT INTO agents ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(vals))})"
             " RETURNING id, org_id, guild_id, name, task, read_guild, write_guild, read_org, write_org",
             vals).fetchone()
+        if task:
+            # A task given at creation is its first save: checked, and recorded in provenance
+            # with its change event, as every later save is (the spec's "every task mutation").
+            agent["task"] = tasks.write_task(conn, org_id, agent["id"], task, SYSTEM)["task"]
+        return agent
 
 
 def set_agent(db: Database, agent_id: int, *, name: str | None = None, **grants: bool | None) -> dict[str, Any]:

@@ -161,8 +161,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
         problems.append(f"{label}: name {_quote(name)} is not a column name: start with a lowercase letter, "
                         "then lowercase letters, digits or _, at most 64 characters (^[a-z][a-z0-9_]{0,63}$)")
     elif name in reserved:
-        problems.append(f'{label}: the name "{name}" is reserved: every record already carries '
-                        f'{", ".join(RESERVED)}; choose another name')
+        problems.append(f'{label}: the name "{name}" is reserved for a field the store keeps on every record '
+                        f'({", ".join(RESERVED)}); choose another name')
 
     ctype = raw.get("type")
     if ctype not in TYPES:

@@ -100,6 +100,15 @@ def _rejected(problems: list[str]) -> Invalid:
     return Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
 
 
+def _blob_problem(columns: Sequence[Column], content: dict[str, Any]) -> str | None:
+    """The record cap's problem line for ``content``, or None when its values fit."""
+    size = len(search_blob(columns, content).encode("utf-8"))
+    if size <= MAX_BLOB_BYTES:
+        return None
+    return (f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES} ({MAX_BLOB_BYTES // 1024} KB): shorten the"
+            " longest text values or keep long documents in a note and store its display path here")
+
+
 def _check_blob(blob: str, name: str) -> None:
     size = len(blob.encode("utf-8"))
     if size > MAX_BLOB_BYTES:
@@ -107,6 +116,13 @@ def _check_blob(blob: str, name: str) -> None:
                        f" {MAX_BLOB_BYTES // 1024} KB a record of {name} may hold; shorten the longest text values"
                        " or keep long documents in a note and store its display path here",
                        [f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES}"])
+
+
+def _rejected_with_size(problems: list[str], columns: Sequence[Column], content: dict[str, Any]) -> Invalid:
+    """Every problem at once: when the values that did pass are already over the record cap, the
+    422 says so too, rather than a 413 after the others are mended."""
+    too_big = _blob_problem(columns, {k: v for k, v in content.items() if v is not None})
+    return _rejected(problems + ([too_big] if too_big else []))
 
 
 def _holder(conn: Conn, collection_id: int, identity: str, *, lock: bool = True) -> dict[str, Any] | None:
@@ -126,7 +142,7 @@ def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -
     row, columns = _lock(conn, collection)
     clean, problems = check_body(columns, body)
     if problems:
-        raise _rejected(problems)
+        raise _rejected_with_size(problems, columns, clean)
     unique = unique_column(columns)
     identity = identity_of(unique, clean.get(unique.name)) if unique else None
     if identity is not None:
@@ -168,7 +184,7 @@ def record_update(conn: Conn, collection: Collection, record_id: object, patch: 
         raise _rejected(["body: no columns to change; send the columns that change, null clears an optional one"])
     clean, problems = check_body(columns, patch, patch=True)
     if problems:
-        raise _rejected(problems)
+        raise _rejected_with_size(problems, columns, {**(existing["content_json"] or {}), **clean})
     return _apply_patch(conn, row, columns, existing, clean, actor, merged=False)
 
 

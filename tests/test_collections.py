@@ -63,8 +63,8 @@ def test_every_problem_of_a_definition_at_once_and_nothing_written(server, opera
         'column 1: type must be one of text, number, boolean, datetime, array; got "string"',
         "column 1: description is required: a sentence, at most 200 characters, that tells agents what the "
         "column holds",
-        'column "id": the name "id" is reserved: every record already carries id, collection, created_at, '
-        "updated_at, created_by, updated_by, version, display_path; choose another name",
+        'column "id": the name "id" is reserved for a field the store keeps on every record (id, collection, '
+        "created_at, updated_at, created_by, updated_by, version, display_path); choose another name",
         'column "flag": unique applies to text or number columns only; this column is boolean',
         'column "n": values applies to text or array columns only; this column is number',
         'column "s": values must list 1 to 50 distinct strings; got 0 values',
@@ -250,13 +250,13 @@ def test_column_names_that_are_record_fields_are_reserved(server, operator, boot
         "columns": [col("collection"), col("version", "number"), col("display_path"), col("title")]})
     assert r.status_code == 422, r.text
     assert r.json()["problems"] == [
-        f'column "{name}": the name "{name}" is reserved: every record already carries {reserved}; '
+        f'column "{name}": the name "{name}" is reserved for a field the store keeps on every record ({reserved}); '
         "choose another name" for name in ("collection", "version", "display_path")]
     made = create(operator, server.url, "fine")
     r = operator.patch(f"{server.url}/api/collections/{made['id']}",
                        json={"columns": [col("version", rename_from="title")]})
     assert r.status_code == 422 and r.json()["problems"] == [
-        f'column "version": the name "version" is reserved: every record already carries {reserved}; '
+        f'column "version": the name "version" is reserved for a field the store keeps on every record ({reserved}); '
         "choose another name"]
 
 

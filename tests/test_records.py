@@ -336,6 +336,23 @@ def test_more_than_32_kb_of_value_text_is_413(server, db, boot, service, people)
     assert ok(add(server, service, boot, {"name": "Ada", "city": "x" * 20_000}, collection="people"))["record"]["id"] == 1
 
 
+def test_a_body_over_the_cap_with_other_problems_names_them_all_in_one_422(server, db, boot, service, people) -> None:
+    """All problems at once: a wrong type beside too much text is one answer naming both, not a
+    422 for the type and then, once that is mended, a 413 for the size."""
+    r = add(server, service, boot, {"name": "Ada", "city": "x" * 33_000, "age": "old"}, collection="people")
+    assert r.status_code == 422, r.text
+    problems = r.json()["problems"]
+    assert len(problems) == 2 and problems[0].startswith('column "age": ')
+    assert problems[1].startswith("indexed value text: 33004 bytes; at most 32768 (32 KB)")
+    assert live_count(db, people) == 0
+    # The same in a change of a record: the merged record would be over the cap.
+    ok(add(server, service, boot, {"name": "Ada", "city": "x" * 20_000}, collection="people"))
+    r = call_tool(server, service, boot["agent_id"], "record_update", collection="people", id=1,
+                  body={"stage": "gone", "name": "y" * 13_000})
+    assert r.status_code == 422, r.text
+    assert [p.split(":")[0] for p in r.json()["problems"]] == ['column "stage"', "indexed value text"]
+
+
 # --- the operator's routes -----------------------------------------------------------------------
 
 def test_operator_routes_read_write_and_answer_other_organisations_as_unknown(server, db, boot, operator,

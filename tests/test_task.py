@@ -1,7 +1,10 @@
 """The standing task: the operator's routes, revisions, caps, and no agent tool that writes it."""
 from __future__ import annotations
 
+import pytest
+
 from store import admin, tools
+from store.errors import TooLarge
 
 
 def test_put_and_get_task_as_json_and_markdown_with_revisions(server, boot, operator, db) -> None:
@@ -82,3 +85,24 @@ def test_an_embed_of_a_memory_is_refused_at_save_saying_what_can_be_embedded(ser
     assert r.json()["error"].startswith("task rejected\n- ")
     got = operator.get(base).json()
     assert (got["task"], got["version"]) == ("v1", 1)
+
+
+def test_a_task_given_when_the_agent_is_created_is_its_first_recorded_save(server, db, boot, operator) -> None:
+    """`hostfinder admin agent create --task` writes version 1 of the task: the provenance strip and
+    the file-changes route must name who saved it, as for every later save."""
+    org = boot["org_id"]
+    agent = admin.create_agent(db, org_id=org, guild_id=boot["guild_id"], name="Closer", task="Close deals.")
+    path = f"org/{org}/agents/{agent['id']}/task.md"
+    assert agent["task"] == "Close deals."
+    latest = operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": path}).json()["latest"][path]
+    assert (latest["recorded"], latest["version"], latest["operation"], latest["actor_name"]) == \
+        (True, 1, "create", "system"), latest
+    r = operator.put(f"{server.url}/api/agents/{agent['id']}/task", json={"task": "Close more deals."})
+    assert r.status_code == 200 and r.json()["version"] == 2
+    revs = operator.get(f"{server.url}/api/agents/{agent['id']}/task/revisions").json()["revisions"]
+    assert [(r["version"], r["task"], r["saved_by"]) for r in revs] == [(1, "Close deals.", "system")]
+    # A first task past the cap is refused, and no agent is created without it.
+    with pytest.raises(TooLarge, match="262,145 bytes"):
+        admin.create_agent(db, org_id=org, guild_id=boot["guild_id"], name="Too long", task="x" * 262_145)
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM agents WHERE name = 'Too long'").fetchone()["n"] == 0
