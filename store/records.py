@@ -100,13 +100,15 @@ def _rejected(problems: list[str]) -> Invalid:
     return Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
 
 
+def _size_problem(size: int) -> str:
+    return (f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES} ({MAX_BLOB_BYTES // 1024} KB): shorten the"
+            " longest text values or keep long documents in a note and store its display path here")
+
+
 def _blob_problem(columns: Sequence[Column], content: dict[str, Any]) -> str | None:
     """The record cap's problem line for ``content``, or None when its values fit."""
     size = len(search_blob(columns, content).encode("utf-8"))
-    if size <= MAX_BLOB_BYTES:
-        return None
-    return (f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES} ({MAX_BLOB_BYTES // 1024} KB): shorten the"
-            " longest text values or keep long documents in a note and store its display path here")
+    return _size_problem(size) if size > MAX_BLOB_BYTES else None
 
 
 def _check_blob(blob: str, name: str) -> None:
@@ -114,8 +116,7 @@ def _check_blob(blob: str, name: str) -> None:
     if size > MAX_BLOB_BYTES:
         raise TooLarge(f"record rejected: its values come to {size} bytes of indexed text, over the"
                        f" {MAX_BLOB_BYTES // 1024} KB a record of {name} may hold; shorten the longest text values"
-                       " or keep long documents in a note and store its display path here",
-                       [f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES}"])
+                       " or keep long documents in a note and store its display path here", [_size_problem(size)])
 
 
 def _rejected_with_size(problems: list[str], columns: Sequence[Column], content: dict[str, Any]) -> Invalid:

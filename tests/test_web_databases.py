@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -114,6 +115,11 @@ def test_paging_shows_the_total(browser: Browser, boot, leads, operator, server,
     assert api["records"][0]["id"] == 51 and api["total"] == 120
     browser.open(f"/databases/{leads['id']}?page=3")
     assert len(browser.finds("tbody tr")) == 20
+    # A page past the last (an old bookmark, a table that shrank) says so, and leads to the last.
+    browser.open(f"/databases/{leads['id']}?page=9")
+    assert "Page 9 is past the last page (3)." in browser.text() and "No records yet" not in browser.text()
+    browser.follow("Go to page 3")
+    assert len(browser.finds("tbody tr")) == 20
 
 
 def test_search_hits_page_and_sort_like_a_listing(browser: Browser, boot, leads, operator, server, db) -> None:
@@ -189,6 +195,21 @@ def test_a_refused_save_shows_every_problem_beside_its_field(browser: Browser, b
     assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 0
 
 
+def test_save_submits_on_the_first_click_while_a_field_with_a_problem_has_focus(browser: Browser, boot, people,
+                                                                              server) -> None:
+    """Leaving a field shows its inline hint; when the field is left by clicking Save, the hint
+    must not move the button from under that click (the save would silently not happen)."""
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{people['id']}/records/new")
+    browser.fill({"name": "Ada"})
+    age = browser.find('[name="age"]')
+    age.click()
+    age.send_keys("12abc")
+    browser.press("Save")  # waits for the answer page: it fails if the click was swallowed
+    assert "expected number" in browser.find('[data-kind="number"] .problem').text
+    assert browser.find('[name="age"]').get_attribute("value") == "12abc"
+
+
 def test_a_stale_edit_says_so_and_shows_the_newer_values(browser: Browser, boot, people, operator, server) -> None:
     seed_people(operator, server, people)
     browser.login(boot["email"], boot["password"])
@@ -249,6 +270,21 @@ def test_record_writes_need_the_csrf_token(server: RunningServer, boot, people, 
     r = s.post(f"{server.url}/databases/{people['id']}/records/new", data={"name": "Mallory", "csrf_token": token})
     assert r.status_code == 200
     assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 1
+
+
+def test_a_record_over_the_size_cap_shows_the_form_again_with_what_was_typed(server: RunningServer, boot, people,
+                                                                            operator) -> None:
+    """The 32 KB cap is a refusal like any other: the form comes back with every value typed and
+    a sentence saying what would fit, not a bare error page that loses the input."""
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/databases/{people['id']}/records/new").text)
+    long_city = "x" * 40_000
+    r = s.post(f"{server.url}/databases/{people['id']}/records/new",
+               data={"name": "Ada Lovelace", "city": long_city, "age": "36", "csrf_token": token})
+    assert r.status_code == 413, r.text[:500]
+    assert re.search(r"indexed value text: 400\d\d bytes; at most 32768 \(32 KB\): shorten the longest text", r.text)
+    assert 'value="Ada Lovelace"' in r.text and long_city in r.text and 'value="36"' in r.text
+    assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 0
 
 
 def test_a_table_reads_without_javascript(server: RunningServer, boot, people, operator) -> None:

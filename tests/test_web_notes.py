@@ -90,7 +90,8 @@ def test_open_edit_and_save_a_note(browser: Browser, boot, server, service, oper
     write(server, service, agent, "org", "facts.md", "Water boils at 100 °C.\n")
     path = f"org/{org}/guilds/{guild}/plan.md"
     write(server, service, agent, "guild", "plan.md",
-          "# Launch plan\n\n- step *one*\n\n<script>alert(1)</script>\n\nFacts: ![[org/%d/facts.md]]\n" % org)
+          "# Launch plan\n\n- step *one*\n\n<script>alert(1)</script>\n\nFacts: ![[org/%d/facts.md]]\n\n"
+          "![the venue](https://example.com/venue.png)\n" % org)
     login(browser, boot)
     browser.open("/notes")
     follow(browser, browser.link("plan.md"))
@@ -101,6 +102,10 @@ def test_open_edit_and_save_a_note(browser: Browser, boot, server, service, oper
     # Raw HTML is shown as text, never run; the embed is expanded as State expands it.
     assert "<script>alert(1)</script>" in rendered.text and not rendered.find_elements(browser.By.TAG_NAME, "script")
     assert "Facts: Water boils at 100 °C." in rendered.text
+    # Another site's image is a link to it (the page's policy would block it: a broken image and
+    # a console error on every view), never an image that tells that site who reads the note.
+    assert not rendered.find_elements(browser.By.TAG_NAME, "img")
+    assert browser.link("image: the venue").get_attribute("href") == "https://example.com/venue.png"
     assert browser.link(f"org/{org}/facts.md")
     browser.shot("note")
     editor = browser.find("#note-content")
@@ -124,6 +129,45 @@ def test_open_edit_and_save_a_note(browser: Browser, boot, server, service, oper
     # Saving what is already there writes nothing.
     press(browser, "Save")
     assert "Nothing changed" in browser.text() and len(changes(operator, server, path)) == 2
+
+
+def test_what_was_typed_survives_a_session_that_ended_before_the_save(browser: Browser, boot, server, service,
+                                                                     db) -> None:
+    """A save that meets an ended session is refused before the editor can answer (a bare 401
+    page). The text typed is kept in the tab: the page's Log in link returns to the note, which
+    offers it back, and the restored text saves as the next version."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/typed.md"
+    write(server, service, agent, "org", "typed.md", "first\n")
+    login(browser, boot)
+    browser.open(f"/notes/{path}")
+    editor = browser.find("#note-content")
+    editor.clear()
+    editor.send_keys("a paragraph that took a while to write\n")
+    with db.connection() as conn:  # the session ends meanwhile (logged out in another tab, expired)
+        conn.execute("DELETE FROM web_sessions")
+    press(browser, "Save")
+    assert "Not logged in" in browser.text() and "kept in this browser tab" in browser.text()
+    browser.shot("session-ended")
+    follow(browser, browser.link("Log in"))
+    browser.fill({"email": boot["email"], "password": boot["password"]})
+    press(browser, "Log in")
+    assert browser.path == f"/notes/{path}"
+    assert ok(note_get(server, service, agent, path))["content"] == "first\n"
+    notice = browser.wait_for(".flash.draft")
+    assert "was not saved" in notice.text
+    assert browser.find("#note-content").get_attribute("value") == "first\n"
+    browser.shot("draft-offered")
+    browser.button("Restore it").click()
+    assert browser.find("#note-content").get_attribute("value") == "a paragraph that took a while to write\n"
+    assert not browser.finds(".flash.draft")
+    press(browser, "Save")
+    assert "Saved." in browser.text()
+    got = ok(note_get(server, service, agent, path))
+    assert got["content"] == "a paragraph that took a while to write\n" and got["version"] == 2
+    # Saved: the draft is gone, so the note opens plainly again.
+    browser.open(f"/notes/{path}")
+    assert not browser.finds(".flash.draft")
 
 
 def test_a_save_over_a_newer_version_is_refused_with_both_versions(browser: Browser, boot, server, service,
@@ -229,8 +273,13 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     press(browser, "Save")
     assert "notes are flat" in browser.find(".flash.error").text
     browser.check_console()
-    # Rename, and move to the organisation.
+    # Rename, and move to the organisation; a name with a folder in it is refused on the note's
+    # page, saying why, with the name as typed.
     browser.open(f"/notes/org/{org}/guilds/{guild}/ideas.md")
+    browser.fill({"name": "a/brainstorm.md"}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    assert "notes are flat" in browser.find(".flash.error").text
+    assert browser.find('#rename-form [name="name"]').get_attribute("value") == "a/brainstorm.md"
     browser.fill({"name": "brainstorm.md", "scope": "org"}, within=browser.find("#rename-form"))
     press(browser, "Rename")
     assert browser.path.startswith(f"/notes/org/{org}/brainstorm.md") and "Renamed." in browser.text()

@@ -16,7 +16,7 @@ from flask.typing import ResponseReturnValue
 from store import collections as colls
 from store import orgs, records
 from store.collections import collection_for_member
-from store.errors import Conflict, Invalid, NotFound, StoreError
+from store.errors import Conflict, Invalid, LimitReached, NotFound, StoreError, TooLarge
 from web import columns_form, export, live, record_form
 from web.errors import status_of
 from web.provenance import strip as provenance_strip
@@ -280,7 +280,7 @@ def add_record(collection_id: int) -> ResponseReturnValue:
             c = collection_for_member(conn, principal(), collection_id, lock=True)
             typed = record_form.typed_of(c.columns, request.form)
             result = records.record_add(conn, c, record_form.body_for_create(c.columns, typed), principal().actor)
-    except (Invalid, Conflict) as exc:
+    except (Invalid, Conflict, TooLarge, LimitReached) as exc:
         return _refused(collection_id, None, exc)
     done = "merged" if result.merged is not None else "added"
     return redirect(url_for("databases.record", collection_id=collection_id, record_id=result.record["id"], done=done))
@@ -345,7 +345,7 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
         return _record_page(c, stale.current, record_form.texts_of(c.columns, stale.current), status=409,
                             stale={"opened": opened, "mine": mine, "latest": provenance["latest"]},
                             provenance=provenance)
-    except (Invalid, Conflict) as exc:
+    except (Invalid, Conflict, TooLarge, LimitReached) as exc:
         return _refused(collection_id, current, exc)
     return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id, done="saved"))
 

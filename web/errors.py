@@ -6,12 +6,14 @@ fields; everything else reaching here is a page with the store's sentence and it
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from flask import Flask, render_template, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
 from store import errors as e
+from web.security import safe_next
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +41,22 @@ def status_of(exc: e.StoreError) -> int:
     return e.translate(STATUS, exc, 400)
 
 
+def _page_behind() -> str | None:
+    """The page this request came from, on this site: the one to go back to (and to return to
+    after logging in again). For a form's POST that is the form's page (Referer), not the URL
+    it posted to, which may answer GET differently or not at all."""
+    if request.method == "GET":
+        return safe_next(request.full_path.rstrip("?"))
+    referer = urlsplit(request.headers.get("Referer", ""))
+    if f"{referer.scheme}://{referer.netloc}" != request.host_url.rstrip("/"):
+        return None
+    return safe_next(referer.path + (f"?{referer.query}" if referer.query else ""))
+
+
 def page(status: int, message: str, problems: list[str] | None = None) -> ResponseReturnValue:
     """The message page: title for the status, the sentence, each problem, a way back."""
     return render_template("error.html", status=status, title=TITLES.get(status, "Error"), message=message,
-                           problems=problems or []), status
+                           problems=problems or [], back=_page_behind()), status
 
 
 def store_error_page(exc: e.StoreError) -> ResponseReturnValue:

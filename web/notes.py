@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import difflib
 from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
 from typing import Any
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
 from store import embeds, files, notes, orgs
 from store.errors import (AlreadyExists, Embedded, Invalid, Locked, NotANote, NotFound, PreconditionFailed,
                           StoreError, TooLarge)
 from store.host import HostTree
-from store.paths import Target, nfc, note_path, parse
+from store.paths import Target, check_note_key, nfc, note_path, parse
 from web.errors import status_of
 from web.provenance import strip as provenance
 from web.security import db, login_required, principal, session
@@ -38,6 +43,22 @@ DONE = {"saved": "Saved.", "created": "Note created.", "renamed": "Renamed.", "d
 
 # Raw HTML off: a note cannot inject markup into the operator's page. Tables as in GitHub Markdown.
 _MD = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def _image(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    """An image from this site or inline data as an image; one from elsewhere as a link to it.
+    The page's policy (img-src 'self' data:) blocks other hosts' images, which would otherwise show
+    as broken on every view, and loading them would tell those hosts who reads the note."""
+    token = tokens[idx]
+    src = token.attrGet("src") or ""
+    if (src.startswith("/") and not src.startswith("//")) or src.startswith("data:image/"):
+        return self.image(tokens, idx, options, env)
+    alt = self.renderInlineAsText(token.children or [], options, env) or src
+    return (f'<a class="outside-image" href="{escapeHtml(src)}" rel="noopener noreferrer">'
+            f"image: {escapeHtml(alt)}</a>")
+
+
+_MD.add_render_rule("image", _image)
 
 
 def render_markdown(text: str) -> Markup:
@@ -355,6 +376,9 @@ def rename(display_path: str) -> ResponseReturnValue:
         if not key:
             msg = "type the note's new name, such as plan.md"
             raise Invalid(msg, [f"name: {msg}"])
+        # The store's key rule before the path is built: "a/b.md" would otherwise name a folder
+        # that does not exist, and be answered as one.
+        key = check_note_key(key, level)  # type: ignore[arg-type]
         new_path = note_path(target.org_id, level, owner_id, key)  # type: ignore[arg-type]
         if new_path == target.path:
             return redirect(note_url(target.path, done="unchanged"))

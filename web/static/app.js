@@ -128,17 +128,98 @@
     el.textContent = text;
     control.classList.add("invalid");
   };
+  // A hint shown while a mouse button is down would move the Save button from under the click
+  // that left the field (the click would then land nowhere): it waits until the click is done.
+  let pressing = false;
+  let waiting = [];
+  document.addEventListener("pointerdown", () => { pressing = true; }, true);
+  document.addEventListener("pointerup", () => {
+    setTimeout(() => { pressing = false; const due = waiting; waiting = []; due.forEach((fn) => fn()); }, 0);
+  }, true);
   document.addEventListener("focusout", (ev) => {
     const control = ev.target.closest && ev.target.closest(".record-form .control");
     if (!control || !ev.target.name) return;
     const value = (ev.target.value || "").trim();
+    let text = "";
     if (control.dataset.kind === "number" && value && !/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value)) {
-      hint(control, "expected a number, such as 42 or 3.5");
+      text = "expected a number, such as 42 or 3.5";
     } else if (control.hasAttribute("data-required") && !value && ev.target.type !== "checkbox") {
-      hint(control, "required");
-    } else {
-      hint(control, "");
+      text = "required";
     }
+    if (pressing) waiting.push(() => hint(control, text));
+    else hint(control, text);
+  });
+
+  // --- drafts: what was typed survives a save refused before its form could answer ------------------
+  // A save that meets an ended session or a stale security token gets a bare 401/403 page, and
+  // the form with what was typed is gone. Forms marked data-draft keep their values in this tab's
+  // sessionStorage while they are edited; back on the form (after logging in again, or a reload)
+  // a notice offers them back. A save that went through lands on a page with ?done=, which drops
+  // the drafts this tab sent. Hidden fields come back too: a record's or note's version then
+  // makes a draft of an older version a stale save, shown as one, never a silent overwrite.
+  const DRAFT = "hostfinder-draft:";
+  const storage = (() => { try { return window.sessionStorage; } catch (err) { return null; } })();
+  const draftFields = (form) => Array.from(form.elements).filter(
+    (el) => el.name && el.name !== "csrf_token" && !/^(submit|button|reset|file|password)$/.test(el.type));
+  const snapshot = (form) => draftFields(form).map((el) => [el.name,
+    /^(checkbox|radio)$/.test(el.type) ? el.checked
+      : el.multiple ? Array.from(el.selectedOptions).map((o) => o.value) : el.value]);
+  const restore = (form, values) => draftFields(form).forEach((el, i) => {
+    const kept = values[i];
+    if (!kept || kept[0] !== el.name) return;  // the form changed shape since: leave that field
+    const v = kept[1];
+    if (typeof v === "boolean") el.checked = v;
+    else if (Array.isArray(v)) Array.from(el.options).forEach((o) => { o.selected = v.includes(o.value); });
+    else el.value = v;
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  const put = (key, value) => { try { storage.setItem(key, JSON.stringify(value)); } catch (err) { /* full */ } };
+  const read = (key) => { try { return JSON.parse(storage.getItem(key) || "null"); } catch (err) { return null; } };
+
+  if (storage && new URLSearchParams(window.location.search).has("done")) {
+    for (let i = storage.length - 1; i >= 0; i--) {
+      const key = storage.key(i);
+      if (key && key.startsWith(DRAFT) && (read(key) || {}).sent) storage.removeItem(key);
+    }
+  }
+  document.querySelectorAll("form[data-draft]").forEach((form) => {
+    if (!storage) return;
+    const key = DRAFT + window.location.pathname + "#" + (form.id || form.getAttribute("action"));
+    const shown = JSON.stringify(snapshot(form));
+    let offering = false;
+    // A refusal the form itself answered (problems, a stale save) already shows what was typed.
+    const answered = document.querySelector('.flash.error, .flash.warn, [role="alert"]');
+    const kept = answered ? null : read(key);
+    if (answered) storage.removeItem(key);
+    if (kept && Array.isArray(kept.values) && JSON.stringify(kept.values) !== shown) {
+      offering = true;
+      const notice = document.createElement("div");
+      notice.className = "flash draft";
+      notice.setAttribute("role", "status");
+      const when = new Date(kept.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      notice.append(`What you typed here at ${when} was not saved (the session may have ended). `);
+      const take = Object.assign(document.createElement("button"), { type: "button", textContent: "Restore it" });
+      const drop = Object.assign(document.createElement("button"), { type: "button", textContent: "Discard",
+                                                                     className: "secondary" });
+      notice.append(take, " ", drop);
+      form.prepend(notice);
+      take.addEventListener("click", () => {
+        offering = false; notice.remove(); restore(form, kept.values);
+        put(key, { at: Date.now(), values: snapshot(form), sent: false });
+      });
+      drop.addEventListener("click", () => { offering = false; notice.remove(); storage.removeItem(key); });
+    }
+    const keep = () => {
+      if (offering) return;  // the offered draft stays until it is restored or discarded
+      const now = snapshot(form);
+      if (JSON.stringify(now) === shown) storage.removeItem(key);
+      else put(key, { at: Date.now(), values: now, sent: false });
+    };
+    form.addEventListener("input", keep);
+    form.addEventListener("change", keep);
+    form.addEventListener("submit", () => {
+      if (!offering) put(key, { at: Date.now(), values: snapshot(form), sent: true });
+    });
   });
 
   // "/" jumps to the search box, as in most table tools.
