@@ -1,0 +1,71 @@
+"""The web app on a phone-sized screen (390 px, as an iPhone shows it), in a real browser: every
+page fits the screen's width (only a wide table scrolls, inside its card), the bar keeps the
+person's name and Log out readable, and a record's form is one column of full-width fields."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from store import admin
+from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
+from test_records_support import LEADS, call_tool, make_collection, ok
+from test_web_notes import login
+
+WIDTH = 390
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[Browser]:
+    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": WIDTH, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        yield browser
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def sideways(browser: Browser) -> int:
+    """How far the page itself scrolls sideways (0 when it fits the screen)."""
+    return browser.driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, service) -> None:
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    admin.set_agent(db, agent, write_org=True)
+    leads = make_collection(db, org, "leads", LEADS, guild_id=guild, purpose="sales leads")
+    ok(call_tool(server, service, agent, "record_add", collection="leads",
+                 body={"email": "ada.lovelace.long.address@analytical-engines.example.com", "status": "new",
+                       "score": 91}))
+    ok(call_tool(server, service, agent, "note_write", level="org", key="a-rather-long-note-name-for-a-phone.md",
+                 content="# Plan\n\n| a | b | c |\n| --- | --- | --- |\n| one | two | three |\n"))
+    login(phone, boot)
+    pages = {
+        "databases": "/databases",
+        "table": f"/databases/{leads['id']}",
+        "record": f"/databases/{leads['id']}/records/1",
+        "columns": f"/databases/{leads['id']}/columns",
+        "access": f"/databases/{leads['id']}/access",
+        "notes": "/notes",
+        "note": f"/notes/org/{org}/a-rather-long-note-name-for-a-phone.md",
+        "state": f"/agents/{agent}",
+    }
+    too_wide = {}
+    for name, path in pages.items():
+        phone.open(path)
+        phone.shot(name)
+        if sideways(phone) > 0:
+            too_wide[name] = sideways(phone)
+    assert not too_wide, f"pages wider than a {WIDTH} px screen (px too wide): {too_wide}"
+    # The person's name and Log out are on the dark bar, where they can be read.
+    phone.open("/databases")
+    bar = phone.find(".topbar").rect
+    logout = phone.button("Log out").rect
+    assert logout["x"] + logout["width"] <= WIDTH and bar["y"] <= logout["y"] <= bar["y"] + bar["height"]
+    # The record form is one column: each field as wide as the form, not squeezed beside its label.
+    phone.open(f"/databases/{leads['id']}/records/1")
+    field: Any = phone.find('[name="email"]')
+    form = phone.find(".record-form").rect
+    assert field.rect["width"] > form["width"] * 0.8
