@@ -270,6 +270,14 @@ def get_record(conn: Conn, collection: Collection, record_id: object, *, display
     return as_record(row, collection.name, stored_columns(collection.columns), display_path=display_path)
 
 
+def misfits(collection: Collection, record: dict[str, Any]) -> list[str]:
+    """What a record (as get_record returns it) holds that its table's columns no longer accept:
+    a column retyped or narrowed after the record was written. The same lines record_update
+    returns as warnings, for a form to show whenever the record is opened."""
+    columns = stored_columns(collection.columns)
+    return record_problems(columns, {c.name: record[c.name] for c in columns if record.get(c.name) is not None})
+
+
 def list_records(conn: Conn, collection: Collection, *, where: object = None, since: object = None,
                  order: object = None, limit: object = None, offset: object = None,
                  display_path: bool = False, tool_name: str = "record_list") -> dict[str, Any]:

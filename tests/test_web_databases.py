@@ -191,6 +191,12 @@ def test_a_refused_save_shows_every_problem_beside_its_field(browser: Browser, b
     assert "2 problems" in browser.find(".flash.error").text
     assert browser.find('[name="city"]').get_attribute("value") == "Paris"
     assert browser.find('[name="age"]').get_attribute("value") == "forty"
+    # Said to a screen reader as well, and the first field with a problem has the focus.
+    name = browser.find('[name="name"]')
+    assert name.get_attribute("aria-invalid") == "true" and browser.find('[name="city"]').get_attribute("aria-invalid") is None
+    described = [browser.find("#" + i).text for i in name.get_attribute("aria-describedby").split()]
+    assert len(described) == 1 and "missing required column" in described[0]
+    assert browser.driver.switch_to.active_element == name
     browser.shot("refused")
     assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 0
 
@@ -208,6 +214,29 @@ def test_save_submits_on_the_first_click_while_a_field_with_a_problem_has_focus(
     browser.press("Save")  # waits for the answer page: it fails if the click was swallowed
     assert "expected number" in browser.find('[data-kind="number"] .problem').text
     assert browser.find('[name="age"]').get_attribute("value") == "12abc"
+
+
+def test_a_record_that_no_longer_fits_its_columns_says_so_and_shows_its_values_as_json(
+        browser: Browser, boot, people, operator, server) -> None:
+    """After vip is retyped from boolean to text, a record holding true says what no longer fits
+    whenever it is opened (a save through the form used to hide the store's warning), its field
+    shows true (JSON), not Python's True, and a save stores what the form showed."""
+    seed_people(operator, server, people)
+    columns = [dict(c, type="text") if c["name"] == "vip" else c for c in PEOPLE]
+    r = operator.patch(f"{server.url}/api/collections/{people['id']}", json={"columns": columns})
+    assert r.status_code == 200, r.text
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{people['id']}/records/1")
+    assert 'column "vip": expected text; got true' in browser.find(".flash.misfits").text
+    assert browser.find('[name="vip"]').get_attribute("value") == "true"
+    browser.shot("misfit")
+    # Saving stores what the form showed: the text "true", which fits, so the notice goes.
+    browser.fill({"city": "Paris"})
+    browser.press("Save")
+    assert "Saved." in browser.text() and not browser.finds(".flash.misfits")
+    got = ok(operator.get(f"{server.url}/api/collections/{people['id']}/records/1"))
+    assert (got["vip"], got["city"]) == ("true", "Paris")
+    browser.shot("saved")
 
 
 def test_a_stale_edit_says_so_and_shows_the_newer_values(browser: Browser, boot, people, operator, server) -> None:

@@ -304,18 +304,22 @@ def test_deleting_or_moving_an_embedded_note_is_refused_with_links(browser: Brow
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     path = f"org/{org}/guilds/{guild}/plan.md"
     write(server, service, agent, "guild", "plan.md", "the plan\n")
-    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": f"Follow ![[{path}]] daily."}))
     login(browser, boot)
-    browser.open(f"/notes/{path}")
-    assert f"org/{org}/agents/{agent}/task.md" in browser.find(".note-meta").text
-    follow(browser, browser.link("Delete…"))
-    assert "the store will refuse" in browser.text()
+    # The task comes to embed the note while its delete page is open: the delete is refused.
+    browser.open(f"/notes/delete/{path}")
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": f"Follow ![[{path}]] daily."}))
     press(browser, "Delete plan.md")
     refusal = browser.find("#embedded")
     assert f"cannot delete {path}: the task org/{org}/agents/{agent}/task.md embeds it" in refusal.text
     browser.shot("note-embedded-refusal")
     browser.check_console()
     assert ok(note_get(server, service, agent, path))["version"] == 1
+    # Opened now, the note names its embedding task, and its delete page offers no Delete button.
+    browser.open(f"/notes/{path}")
+    assert f"org/{org}/agents/{agent}/task.md" in browser.find(".note-meta").text
+    follow(browser, browser.link("Delete…"))
+    assert "so it cannot be deleted" in browser.text()
+    assert not [b for b in browser.finds("button") if b.text == "Delete plan.md"]
     # Moving is refused the same way, on the note's page.
     browser.open(f"/notes/{path}")
     browser.fill({"name": "renamed.md"}, within=browser.find("#rename-form"))

@@ -261,6 +261,7 @@ def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *
         "databases/record.html", nav="databases", c=c, record=record,
         fields=record_form.fields(c.columns, texts, by_field), type_labels=record_form.TYPE_LABELS,
         error=error, general=general or [], stale=stale, provenance=provenance,
+        misfits=records.misfits(c, record) if record else [],
         done=DONE.get(request.args.get("done", ""))), status
 
 
@@ -330,7 +331,7 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
             if opened != str(current["version"]):
                 raise _Stale(current)
             typed = record_form.typed_of(c.columns, request.form)
-            patch = record_form.patch_for_update(c.columns, typed, current)
+            patch = record_form.patch_for_update(c.columns, typed, current, records.misfits(c, current))
             if not patch:
                 return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id,
                                         done="unchanged"))

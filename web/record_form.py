@@ -7,6 +7,7 @@ What the person typed is kept as text (``typed``), so a refused save shows it un
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -58,8 +59,18 @@ def field_text(column: Mapping[str, Any], value: Any) -> Any:
         # datetime-local shows no zone: values are UTC (the label says so); seconds kept.
         return value.removesuffix("Z")[:19] if value.endswith("Z") else value
     if kind == "array":
-        items = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        items = [_as_text(v) for v in value] if isinstance(value, list) else [_as_text(value)]
         return items if column.get("values") else "\n".join(items)
+    return _as_text(value)
+
+
+def _as_text(value: Any) -> str:
+    """A value of another type than its column's (the column was retyped since) as JSON writes it:
+    true, not Python's True, so that saving the field unchanged stores what the record showed."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | dict | list):
+        return json.dumps(value, ensure_ascii=False)
     return str(value)
 
 
@@ -123,13 +134,16 @@ def changed(column: Mapping[str, Any], typed: Any, value: Any) -> bool:
 
 
 def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, Any],
-                     record: Mapping[str, Any]) -> dict[str, Any]:
+                     record: Mapping[str, Any], misfits: Sequence[str] = ()) -> dict[str, Any]:
     """The columns whose input differs from the record as the form showed it; an emptied input
-    sends null, which clears an optional column (and the store refuses it for a required one)."""
+    sends null, which clears an optional column (and the store refuses it for a required one).
+    A column whose stored value no longer fits it (``misfits``, the store's lines) is sent as its
+    input reads: the form showed that value in the column's type, and saving stores what it showed."""
+    refit = {m.group(1) for m in map(_COLUMN_PROBLEM.match, misfits) if m}
     patch: dict[str, Any] = {}
     for c in columns:
         name = c["name"]
-        if changed(c, typed.get(name, ""), record.get(name)):
+        if name in refit or changed(c, typed.get(name, ""), record.get(name)):
             patch[name] = value_of(c, typed.get(name, ""))
     return patch
 

@@ -150,6 +150,12 @@
     else hint(control, text);
   });
 
+  // A refused record form: the first field with a problem takes the focus (the server marked
+  // each such field aria-invalid, described by its problems).
+  const firstInvalid = document.querySelector(
+    '.record-form :is(input, select, textarea)[aria-invalid="true"]');
+  if (firstInvalid) firstInvalid.focus();
+
   // --- drafts: what was typed survives a save refused before its form could answer ------------------
   // A save that meets an ended session or a stale security token gets a bare 401/403 page, and
   // the form with what was typed is gone. Forms marked data-draft keep their values in this tab's
@@ -188,7 +194,7 @@
     const shown = JSON.stringify(snapshot(form));
     let offering = false;
     // A refusal the form itself answered (problems, a stale save) already shows what was typed.
-    const answered = document.querySelector('.flash.error, .flash.warn, [role="alert"]');
+    const answered = document.querySelector(".flash.error, .flash.stale, .conflict");
     const kept = answered ? null : read(key);
     if (answered) storage.removeItem(key);
     if (kept && Array.isArray(kept.values) && JSON.stringify(kept.values) !== shown) {
