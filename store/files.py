@@ -12,6 +12,10 @@
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
         version, created_at = when it was saved); None when neither exists.
 
+    run_steps(conn, org_ids, run_id) -> dict
+        a run ({id, agent_id, agent_name, guild_id, kind, status, routine, created_at, updated_at})
+        and the changes its tool calls made, oldest first: what Open step on a strip opens.
+
     removed_notes(conn, org_ids, org_id, *, since, limit=200) -> list[dict]
         notes of ``org_id`` deleted or moved away since ``since`` whose path holds no live note
         now, newest first: {display_path, operation, version, actor_name, created_at, level,
@@ -75,6 +79,22 @@ def history(conn: Conn, org_ids: Collection[int], display_path: str, *, limit: i
                         " AND (%s::bigint IS NULL OR fc.id < %s::bigint) ORDER BY fc.id DESC LIMIT %s",
                         (path, list(org_ids), before, before, size + 1)).fetchall()
     return {"changes": [_shape(r) for r in rows[:size]], "has_more": len(rows) > size}
+
+
+def run_steps(conn: Conn, org_ids: Collection[int], run_id: int, *, limit: int = MAX_HISTORY) -> dict[str, Any]:
+    """A run and the changes its tool calls made, oldest first: {run: {id, agent_id, agent_name,
+    guild_id, kind, status, routine, created_at, updated_at}, changes, has_more}. What a
+    provenance strip's Open step shows. NotFound for a run outside ``org_ids``."""
+    run = conn.execute(
+        """SELECT r.id, r.agent_id, a.name AS agent_name, a.guild_id, r.kind, r.status, s.name AS routine,
+                  r.created_at, r.updated_at
+             FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN schedules s ON s.id = r.schedule_id
+            WHERE r.id = %s AND r.org_id = ANY(%s)""", (run_id, list(org_ids))).fetchone()
+    if run is None:
+        raise NotFound(f"unknown run {run_id}")
+    size = min(max(limit, 1), MAX_HISTORY)
+    rows = conn.execute(_SELECT + " WHERE fc.run_id = %s ORDER BY fc.id LIMIT %s", (run_id, size + 1)).fetchall()
+    return {"run": run, "changes": [_shape(r) for r in rows[:size]], "has_more": len(rows) > size}
 
 
 def latest(conn: Conn, org_ids: Collection[int], display_paths: Sequence[str]) -> dict[str, dict | None]:

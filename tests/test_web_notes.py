@@ -475,6 +475,32 @@ def test_the_strip_names_the_run_and_tool_call_of_an_agent_change(boot, server, 
     assert change["run_id"] == run["id"] and change["tool_call_id"] == "toolu_42"
 
 
+def test_open_step_opens_the_run_at_that_tool_call(browser: Browser, boot, server, service, db) -> None:
+    """The strip's Open step leads to the writing run, with the changes of that tool call marked
+    among the run's other steps; a run of another organisation is unknown."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    run = ok(service.post(f"{server.url}/api/runs", json={"agent_id": agent, "kind": "chat"}), 201)
+    for key, call in (("before.md", "toolu_1"), ("daily.md", "toolu_2"), ("after.md", "toolu_3")):
+        ok(service.post(f"{server.url}/api/agents/{agent}/tools/note_write",
+                        json={"level": "org", "key": key, "content": f"{key}\n"},
+                        headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": call}))
+    login(browser, boot)
+    browser.open(f"/notes/org/{org}/daily.md")
+    follow(browser, browser.find("#provenance .latest a.open-step"))
+    assert browser.path == f"/runs/{run['id']}#call-toolu_2"
+    assert f"Run {run['id']}" in browser.find("h1").text and "chat" in browser.find("h1").text
+    rows = browser.finds("table.steps tbody tr")
+    assert [r.find_elements(browser.By.TAG_NAME, "td")[3].text for r in rows] == [
+        f"org/{org}/before.md", f"org/{org}/daily.md", f"org/{org}/after.md"]
+    assert [("step" in (r.get_attribute("class") or "")) for r in rows] == [False, True, False]
+    browser.shot("run")
+    follow(browser, browser.link(f"org/{org}/after.md"))
+    assert browser.path == f"/notes/org/{org}/after.md"
+    theirs = admin.create_run(db, agent_id=admin.bootstrap(db, org_name="Other")["agent_id"], kind="chat")
+    browser.open(f"/runs/{theirs['id']}")
+    assert "Not found" in browser.text() and f"unknown run {theirs['id']}" in browser.text()
+
+
 def test_removed_notes_lists_only_notes_still_gone(db, boot) -> None:
     from datetime import datetime, timedelta, timezone
 

@@ -156,6 +156,15 @@
     '.record-form :is(input, select, textarea)[aria-invalid="true"]');
   if (firstInvalid) firstInvalid.focus();
 
+  // A run's page opened at a step (Open step: #call-<id>): every change of that tool call is marked.
+  const step = window.location.hash.startsWith("#call-") &&
+    document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+  if (step && step.dataset.call) {
+    document.querySelectorAll("table.steps tr[data-call]").forEach((tr) => {
+      if (tr.dataset.call === step.dataset.call) tr.classList.add("step");
+    });
+  }
+
   // --- drafts: what was typed survives a save refused before its form could answer ------------------
   // A save that meets an ended session or a stale security token gets a bare 401/403 page, and
   // the form with what was typed is gone. Forms marked data-draft keep their values in this tab's
