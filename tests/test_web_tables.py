@@ -109,6 +109,28 @@ def test_live_refresh_after_an_agents_record_add(browser: Browser, boot, service
     browser.shot("live")
 
 
+def test_a_page_told_to_poll_goes_live_again_once_a_stream_is_free(browser: Browser, boot, service, server, db,
+                                                                    monkeypatch) -> None:
+    """Opened while every stream slot was taken, a table page polls; once other pages close their
+    streams it asks again (live.REASK_SECONDS, shortened here) and is live again for good."""
+    monkeypatch.setattr(live, "REASK_SECONDS", 1.0)
+    leads = make_collection(db, boot["org_id"], "leads", PEOPLE, guild_id=boot["guild_id"])
+    s = web_login(server, boot["email"], boot["password"])
+    url = f"{server.url}/databases/{leads['id']}/events"
+    streams = [s.get(url, stream=True, timeout=10) for _ in range(live.MAX_STREAMS)]
+    try:
+        browser.login(boot["email"], boot["password"])
+        browser.open(f"/databases/{leads['id']}")
+        browser.wait(lambda d: "Refreshing every 15 s" in browser.find("#live-status").text)
+    finally:
+        for r in streams:
+            r.close()
+    browser.wait(lambda d: browser.find("#live-status").text == "Live", timeout=20)
+    ok(call_tool(server, service, boot["agent_id"], "record_add", collection="leads", body={"name": "Pushed"}))
+    browser.wait(lambda d: len(browser.finds("tbody tr")) == 1, timeout=5)  # pushed, not the 15 s poll
+    assert "Pushed" in browser.find("tbody tr").text
+
+
 def test_past_the_stream_limit_a_page_is_told_to_poll(server, boot, db) -> None:
     """Each live stream holds a worker thread; past live.MAX_STREAMS the events route answers 204
     (EventSource stops, the page polls), and a closed stream frees its slot."""

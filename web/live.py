@@ -25,6 +25,8 @@ STREAM_SECONDS = 55.0
 # the API of threads.
 MAX_STREAMS = 4
 HEARTBEAT_SECONDS = 3.0  # also how soon a closed tab frees its worker thread
+# A page told to poll asks for a stream again this often: other pages may have closed theirs.
+REASK_SECONDS = 60.0
 RETRY_MS = 1500
 
 

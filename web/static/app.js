@@ -52,9 +52,12 @@
     let source = null;
     let polling = null;
     let connectedBefore = false;
+    let retry = null;
     const open = () => {
+      retry = null;
       source = new EventSource(events.getAttribute("data-events"));
       source.addEventListener("ready", () => {
+        if (polling) { window.clearInterval(polling); polling = null; status && (status.textContent = "Live"); }
         if (status) { status.classList.add("on"); if (!status.textContent) status.textContent = "Live"; }
         if (connectedBefore) reloadGrid(); // a change may have come while reconnecting
         connectedBefore = true;
@@ -62,10 +65,14 @@
       source.addEventListener("change", () => reloadGrid());
       source.onerror = () => {
         if (status) status.classList.remove("on");
-        // Closed for good (the server had no stream free and answered 204): poll instead.
-        if (source.readyState === EventSource.CLOSED && !polling) {
-          polling = window.setInterval(() => { if (!document.hidden) reloadGrid(); }, 15000);
-          if (status) status.textContent = "Refreshing every 15 s";
+        // Closed for good (the server had no stream free and answered 204): poll instead, and
+        // ask for a stream again each minute, since other pages may have closed theirs.
+        if (source.readyState === EventSource.CLOSED) {
+          if (!polling) {
+            polling = window.setInterval(() => { if (!document.hidden) reloadGrid(); }, 15000);
+            if (status) status.textContent = "Refreshing every 15 s";
+          }
+          if (!retry) retry = window.setTimeout(open, Number(events.getAttribute("data-reask-ms")) || 60000);
         }
       };
     };
