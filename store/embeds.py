@@ -243,6 +243,24 @@ def _unreadable(org_id: int, path: str) -> str | None:
     return f"embed unreadable: {path} is a {target.family}; only notes and collections are embedded"
 
 
+def task_embed_problems(conn: Conn, org_id: int, task: str) -> list[str]:
+    """Each embed of ``task`` that a run will see as a marker instead of its content (missing, or
+    not something an embed shows), in the markers' own words, so a save can say so at once.
+    Memory embeds are left out: a save refuses them (private_embed_problems)."""
+    paths = list(dict.fromkeys(s.path for s in _spans(task)))
+    if not paths:
+        return []
+    found = _targets(conn, org_id, paths)
+    out = []
+    for path in paths:
+        if _private_family(path) is not None:
+            continue
+        why = _unreadable(org_id, path) or (None if path in found else f"embed missing: {path} does not exist")
+        if why:
+            out.append(why)
+    return out
+
+
 def expand_task(conn: Conn, agent: Agent, task: str) -> str:
     """The task as State shows it (see the module docstring for the rules and markers)."""
     budget = _Budget(EMBED_BUDGET)

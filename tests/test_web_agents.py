@@ -45,6 +45,7 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     browser.shot("task-insert-embed")
     new_text = f"# Daily\n\nCall twenty leads, then report.\n![[org/{org}/guilds/{guild}/plan.md]]"
     assert browser.find("#task-content").get_attribute("value") == new_text
+    assert not browser.finds(".embed-problems")  # every embed of the task shows its note
     press(browser, "Save")
     assert "Task saved" in browser.text()
     task = task_api(operator, server, agent)
@@ -63,6 +64,23 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     assert "+Call twenty leads, then report." in diff and " # Daily" in diff
     assert browser.find("pre.source").text.startswith("# Daily")
     browser.shot("task-revision-diff")
+
+
+def test_a_task_saved_with_an_embed_that_shows_nothing_says_so(browser: Browser, boot, server, operator) -> None:
+    """An embed of a note that does not exist (a typo) or of something embeds do not show is
+    saved (the note may come later), and the page says at once what a run will see instead."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
+    browser.fill({"task": f"Read ![[org/{org}/plann.md]] and ![[org/{org}/agents/{agent}/scripts/a.py]]."})
+    press(browser, "Save")
+    assert "Task saved" in browser.text()
+    problems = browser.find(".embed-problems").text
+    assert "2 embeds in the task show a run nothing" in problems
+    assert f"embed missing: org/{org}/plann.md does not exist" in problems
+    assert f"org/{org}/agents/{agent}/scripts/a.py is a script; only notes and collections are embedded" in problems
+    browser.shot("embed-problems")
+    assert task_api(operator, server, agent)["version"] == 1
 
 
 def test_a_stale_task_save_shows_both(browser: Browser, boot, server, operator) -> None:

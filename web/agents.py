@@ -18,7 +18,7 @@ from typing import Any
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from store import grants, memory, notes, orgs, scripts, tasks
+from store import embeds, grants, memory, notes, orgs, scripts, tasks
 from store import locks as leases
 from store import state as state_view
 from store.agents import Agent, load_agent
@@ -61,13 +61,14 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         task_strip = provenance(conn, st["task"]["display_path"])
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
+        embed_problems = embeds.task_embed_problems(conn, agent.org_id, st["task"]["raw"])
         choices = embed_choices(conn, agent, reach)
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
                       if g["id"] == agent.guild_id), None)
     task = st["task"]
     return render_template(
         "agents/state.html", nav="notes", agent=agent, guild=guild, st=st, task=task,
-        task_html=render_markdown(task["text"]), task_embeds=task_embeds,
+        task_html=render_markdown(task["text"]), task_embeds=task_embeds, embed_problems=embed_problems,
         memory_html=render_markdown(st["memory"]["content"]), revisions=revisions, history=history,
         scripts=script_rows, collections=reach, task_strip=task_strip, memory_strip=memory_strip,
         editor_text=task["raw"] if editor_text is None else editor_text,
