@@ -100,7 +100,13 @@ def test_search_filters_sort_and_paging_are_in_the_url(browser: Browser, boot, p
     assert grid_names(browser) == ["Grace Hopper", "Alan Turing", "Ada Lovelace"] and "dir=desc" in browser.path
     # A filter the store refuses says why, on the page.
     browser.open(base + "?f.age.gte=lots")
-    assert "expected a number" in browser.text()
+    assert "expected a number" in browser.text() and "No records yet" not in browser.text()
+    # Filters nothing passes say so in the operator's terms (not the agents' record_list advice).
+    browser.open(base + "?f.age.gte=90&f.age.lte=10")
+    assert "No record matches the filters (3 records in the table)." in browser.find(".empty").text
+    assert "record_list" not in browser.text()
+    browser.follow("Clear them")
+    assert len(grid_names(browser)) == 3
 
 
 def test_paging_shows_the_total(browser: Browser, boot, leads, operator, server, db) -> None:

@@ -194,7 +194,7 @@ def table(collection_id: int) -> ResponseReturnValue:
     pages = max(1, -(-total // PER_PAGE))
     html = render_template(
         "databases/table.html", nav="databases", c=c, columns=c.columns, state=state, rows=out["records"],
-        total=total, count=count, hint=out.get("hint"), pages=pages, error=error, problems=problems,
+        total=total, count=count, pages=pages, error=error, problems=problems,
         per_page=PER_PAGE, url_with=_url_with, done=DONE.get(request.args.get("done", "")),
         filtering=filtering, reask_ms=int(live.REASK_SECONDS * 1000))
     return html, 422 if error else 200
