@@ -51,6 +51,13 @@ _BUSY_BODY = (b"the server is holding too many unfinished requests in memory jus
               b"send the request again in a few seconds\n")
 _BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
                 b"Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_TRAILER_BYTES = 8 * 1024  # trailer fields after the last chunk (RFC 9112 7.1.2); none are used
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_CHUNK_BODY = (b"the chunked body is malformed: each chunk starts with its size in hexadecimal digits "
+               b"(no sign, no 0x) and a CRLF, and trailers end within 8 KB; send valid chunked encoding "
+               b"or a Content-Length\n")
+_CHUNK_ANSWER = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                 b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_CHUNK_BODY), _CHUNK_BODY))
 _TIMEOUT_BODY = b"the request did not arrive in time: headers within 10 s, a body never idle for 30 s\n"
 _TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
@@ -189,7 +196,7 @@ class _Parked:
     """What the front knows of a connection's next request while it arrives."""
 
     __slots__ = ("buf", "since", "progress", "handshaking", "head_end", "body_end", "chunked",
-                 "chunk_pos", "decoded", "cap", "send_continue")
+                 "chunk_pos", "decoded", "cap", "send_continue", "refusal")
 
     def __init__(self, data: bytes = b"", *, handshaking: bool = False) -> None:
         now = time.monotonic()
@@ -203,6 +210,9 @@ class _Parked:
         self.decoded = 0
         self.cap = 0
         self.send_continue = False
+        # An answer the front gives itself and then closes: framing no parser after it may read
+        # differently (a chunk size of -6 or 0x5 means something else, or nothing, to each).
+        self.refusal: bytes | None = None
 
     def expired(self, now: float, header_timeout: float, body_timeout: float) -> bool:
         if self.head_end is None:
@@ -269,20 +279,32 @@ class _Parked:
         self.chunk_pos = self.head_end
         self.send_continue = True
 
+    def _refuse(self, answer: bytes) -> bool:
+        self.refusal = answer
+        return True
+
     def _chunks_done(self) -> bool:
         while True:
             eol = self.buf.find(b"\r\n", self.chunk_pos)
             if eol < 0:
-                return len(self.buf) - self.chunk_pos > _CHUNK_LINE   # the guard's 400
-            size_text = bytes(self.buf[self.chunk_pos:eol]).split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                return True                                          # the guard's 400
+                if len(self.buf) - self.chunk_pos > _CHUNK_LINE:
+                    return self._refuse(_CHUNK_ANSWER)
+                return False
+            size_text = bytes(self.buf[self.chunk_pos:eol]).split(b";", 1)[0].strip(b" \t")
+            # Hex digits only (RFC 9112 7.1): int(x, 16) also takes "-6", "+5", "0x5" and "1_0",
+            # and a negative size would send this loop back over the same bytes for ever.
+            if not size_text or len(size_text) > 16 or not _HEX.issuperset(size_text):
+                return self._refuse(_CHUNK_ANSWER)
+            size = int(size_text, 16)
             if size == 0:
-                # The last chunk: done at the empty line ending the (usually absent) trailers.
-                rest = self.buf[eol:]
-                return rest.startswith(b"\r\n\r\n") or rest.find(b"\r\n\r\n") >= 0
+                # The last chunk: done at the empty line ending the (usually absent) trailers,
+                # which may take at most _TRAILER_BYTES (so this scan is bounded too).
+                rest = self.buf[eol:eol + _TRAILER_BYTES + 4]
+                if rest.startswith(b"\r\n\r\n") or rest.find(b"\r\n\r\n") >= 0:
+                    return True
+                if len(self.buf) - eol > _TRAILER_BYTES + 4:
+                    return self._refuse(_CHUNK_ANSWER)
+                return False
             self.decoded += size
             if self.decoded > self.cap:
                 return True                                          # the guard's 413
@@ -416,14 +438,24 @@ class ParkingManager(connections.ConnectionManager):
             if self._account(len(data)) > self.server.buffer_budget and not state.ready():
                 _send_quietly(sock, _BUSY_ANSWER)
                 return "closed"
+            if state.refusal is not None:
+                break
             if len(state.buf) > limit or not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
         if state.ready():
-            return "ready"
+            return self._refused(conn, state) or "ready"
         if state.send_continue:
             state.send_continue = False
             _send_quietly(sock, b"HTTP/1.1 100 Continue\r\n\r\n")
         return "waiting"
+
+    @staticmethod
+    def _refused(conn: DoorConnection, state: _Parked) -> str | None:
+        """'closed' after sending the front's own refusal, when the request earned one."""
+        if state.refusal is None:
+            return None
+        _send_quietly(conn.socket, state.refusal)
+        return "closed"
 
     def _hand_off(self, conn: DoorConnection) -> None:
         state, conn.parked = conn.parked, None
@@ -464,7 +496,10 @@ class ParkingManager(connections.ConnectionManager):
         self._account(len(state.buf))
         conn.socket.setblocking(False)
         if state.buf and state.ready():
-            self._hand_off(conn)
+            if self._refused(conn, state):
+                self._drop(conn)
+            else:
+                self._hand_off(conn)
             return
         if isinstance(conn.socket, ssl.SSLSocket) and conn.socket.pending():
             outcome = self._pump(conn, state)

@@ -3,6 +3,7 @@ nothing is read without a bound, and malformed framing is a 4xx with a sentence.
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
 import os
 import socket
@@ -344,6 +345,45 @@ def test_a_chunk_size_that_is_not_hexadecimal_is_a_400(server, boot) -> None:
     answer = exchange(server, head + b"zz\r\nhello\r\n0\r\n\r\n")
     assert status_of(answer) == 400 and b"hexadecimal" in answer
     assert b"Connection: close" in answer   # what followed on the connection is not a request
+
+
+@pytest.mark.parametrize("size", [b"-6", b"+5", b"0x5", b"1_0", b" ", b"10000000000000000"])
+def test_a_chunk_size_with_a_sign_prefix_or_separator_is_a_400_and_the_worker_lives(server, boot, size) -> None:
+    """int(x, 16) takes all of these; a negative size once sent the front round the same bytes for
+    ever (one packet stopped a worker). Only hex digits are a size: anything else is refused by
+    the front itself, so no later parser can read the framing differently (request smuggling)."""
+    head = (f"PUT /dav/org/{boot['org_id']}/bad.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n").encode()
+    answer = exchange(server, head + size + b"\r\nhello\r\n0\r\n\r\n", timeout=5)
+    assert status_of(answer) == 400 and b"hexadecimal digits (no sign, no 0x)" in answer
+    assert requests.get(f"{server.url}/api/health", timeout=2).status_code == 200
+
+
+def test_trailers_that_never_end_are_a_400_at_8_kb(server, boot) -> None:
+    head = (f"PUT /dav/org/{boot['org_id']}/t.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n").encode()
+    with socket.create_connection(address(server), timeout=5) as s:
+        s.sendall(head + b"5\r\nhello\r\n0\r\n")
+        answer = b""
+        for _ in range(100):  # 100 KB of trailer lines, unless the server has answered first
+            try:
+                s.sendall(b"X-Trailer: " + b"t" * 1000 + b"\r\n")
+            except OSError:
+                break
+            s.settimeout(0.05)
+            with contextlib.suppress(BlockingIOError, TimeoutError):
+                answer += s.recv(65536)
+            s.settimeout(5)
+            if answer:
+                break
+        s.settimeout(5)
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in answer or not _complete(answer):
+                got = s.recv(65536)
+                if not got:
+                    break
+                answer += got
+    assert status_of(answer) == 400 and b"trailers end within 8 KB" in answer
 
 
 @pytest.mark.parametrize("lengths", [("5", "6"), ("0", "10")])
