@@ -15,6 +15,12 @@ cap, framing cheroot will reject). A worker therefore never waits on a client's 
 the head within ``HEADER_TIMEOUT`` of when the front began waiting for it (an idle keep-alive
 connection is closed then too), and a body may make no progress for at most ``BODY_TIMEOUT``.
 
+Answers go the same way in the other direction: a worker sends what the socket takes at once and
+leaves the rest with the front (``_SpillWriter``), which sends it as the client reads and only then
+reads or answers the connection's next request. A client that never reads its answers costs
+memory (at most ``SPILL_BYTES`` each, ``spill_budget`` in all; past that the worker waits, as
+cheroot's own writer does) and, after ``BODY_TIMEOUT`` without progress, its connection.
+
 A parked connection costs a socket and its buffered bytes, not a thread, so there is no
 per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
 so file descriptors cannot run out, and ``buffer_budget`` the bytes of unfinished requests held at
@@ -44,9 +50,14 @@ from gateway.limits import HEADER_BYTES, MAX_BODY, body_cap
 log = logging.getLogger(__name__)
 
 HEADER_TIMEOUT = 10.0    # seconds for the request line and headers to arrive
-BODY_TIMEOUT = 30.0      # seconds a body (or a client reading our answer) may make no progress
+BODY_TIMEOUT = 30.0      # seconds a body (or a client taking our answer) may make no progress
 CLOSE_CONNECTION = "hostfinder.close_connection"   # environ: a callable closing after this answer
 _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
+# Answer bytes one connection may leave with the front when its client reads slowly (a 10 000-note
+# PROPFIND or a table's export fits); past this, or past the process's ``spill_budget`` of such
+# bytes, the worker sends the rest itself and waits, as cheroot's own writer does.
+SPILL_BYTES = 16 * 1024 * 1024
+_SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
 _BUSY_BODY = (b"the server is holding too many unfinished requests in memory just now; "
               b"send the request again in a few seconds\n")
 _BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -171,6 +182,64 @@ class DoorRequest(cheroot_server.HTTPRequest):
             self.conn.wfile.write(b"0\r\n\r\n")
 
 
+class _SpillWriter:
+    """The connection's writer. What the socket takes at once is sent; the rest is kept, and the
+    front sends it once the worker has finished the request (``ParkingManager.put`` or
+    ``DoorConnection.close``). A client that reads its answers slowly, or never, then holds
+    memory (bounded) instead of a worker thread: with cheroot's writer each such client held a
+    thread for 30 s per stall, and 40 clients that never read stopped the gateway."""
+
+    def __init__(self, conn: DoorConnection) -> None:
+        self.conn = conn
+        self.pending = bytearray()
+        self.bytes_written = 0
+
+    def write(self, data: bytes) -> int:
+        data = bytes(data)
+        self.bytes_written += len(data)
+        if data:
+            rest = data if self.pending else data[self._send_now(data):]
+            if rest:
+                manager = self.conn.manager
+                if manager is not None and manager.may_spill(len(self.pending), len(rest)):
+                    self.pending += rest
+                else:
+                    self._send_blocking(rest)
+        return len(data)
+
+    def _send_now(self, data: bytes) -> int:
+        sock = self.conn.socket
+        timeout = sock.gettimeout()
+        sock.setblocking(False)
+        try:
+            return sock.send(data)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            return 0
+        finally:
+            sock.settimeout(timeout)
+
+    def _send_blocking(self, data: bytes) -> None:
+        """Past the spill bounds: everything kept, then ``data``, sent by this thread (the socket's
+        timeout bounds each stall)."""
+        kept, self.pending = bytes(self.pending), bytearray()
+        manager = self.conn.manager
+        if kept and manager is not None:
+            manager.unspill(len(kept))
+        self.conn.socket.sendall(kept + data)
+
+    def abandon(self) -> None:
+        """The connection is going without its client reading the rest: forget it."""
+        if self.pending and self.conn.manager is not None:
+            self.conn.manager.unspill(len(self.pending))
+        self.pending = bytearray()
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class DoorConnection(cheroot_server.HTTPConnection):
     RequestHandlerClass = DoorRequest
     parked: _Parked | None = None
@@ -178,6 +247,22 @@ class DoorConnection(cheroot_server.HTTPConnection):
     def __init__(self, server: Any, sock: Any, makefile: Any = None) -> None:
         super().__init__(server, sock, makefile or cheroot_server.MakeFile)
         self.rfile = _Reader(sock, "rb", self.rbufsize)
+        self.wfile = _SpillWriter(self)
+
+    @property
+    def manager(self) -> ParkingManager | None:
+        manager = getattr(self.server, "_connections", None)
+        return manager if isinstance(manager, ParkingManager) and not manager._stop_requested else None
+
+    def close(self) -> None:
+        """cheroot closes a connection when its answer is written; one whose answer is still
+        partly with us goes to the front, which sends the rest and then closes it."""
+        manager = self.manager
+        if self.wfile.pending and manager is not None:
+            manager.drain(self, then_close=True)
+            return
+        self.wfile.abandon()
+        super().close()
 
 
 class DoorWSGIGateway(wsgi.Gateway_10):
@@ -196,7 +281,7 @@ class _Parked:
     """What the front knows of a connection's next request while it arrives."""
 
     __slots__ = ("buf", "since", "progress", "handshaking", "head_end", "body_end", "chunked",
-                 "chunk_pos", "decoded", "cap", "send_continue", "refusal")
+                 "chunk_pos", "decoded", "cap", "send_continue", "refusal", "draining", "close_after")
 
     def __init__(self, data: bytes = b"", *, handshaking: bool = False) -> None:
         now = time.monotonic()
@@ -213,8 +298,14 @@ class _Parked:
         # An answer the front gives itself and then closes: framing no parser after it may read
         # differently (a chunk size of -6 or 0x5 means something else, or nothing, to each).
         self.refusal: bytes | None = None
+        # The previous answer is still being sent (the client reads slowly): nothing more is
+        # read or answered on this connection until it has gone, and then it closes if asked.
+        self.draining = False
+        self.close_after = False
 
     def expired(self, now: float, header_timeout: float, body_timeout: float) -> bool:
+        if self.draining:
+            return now - self.progress > body_timeout   # the client stopped reading our answer
         if self.head_end is None:
             return now - self.since > header_timeout
         return now - self.progress > body_timeout
@@ -326,12 +417,26 @@ class ParkingManager(connections.ConnectionManager):
         # by its cap, but 500 connections each stalling one byte short of a 2 MB body would hold
         # 1 GB. Past ``server.buffer_budget`` a connection asking for more memory is answered 503.
         self._buffered = 0
+        self._spilled = 0    # answer bytes kept for slow readers (_SpillWriter)
         self._count_lock = threading.Lock()
 
     def _account(self, delta: int) -> int:
         with self._count_lock:
             self._buffered += delta
             return self._buffered
+
+    def may_spill(self, held: int, more: int) -> bool:
+        """Whether a connection already holding ``held`` unsent answer bytes may leave ``more``
+        with the front (each connection and the process have a bound)."""
+        with self._count_lock:
+            if held + more > SPILL_BYTES or self._spilled + more > self.server.spill_budget:
+                return False
+            self._spilled += more
+            return True
+
+    def unspill(self, sent: int) -> None:
+        with self._count_lock:
+            self._spilled -= sent
 
     # -- the selector loop ---------------------------------------------------------------------
 
@@ -396,6 +501,9 @@ class ParkingManager(connections.ConnectionManager):
     def _readable(self, fd: int, conn: DoorConnection) -> None:
         state = conn.parked
         assert state is not None
+        if state.draining:
+            self._writable(fd, conn, state)
+            return
         if state.handshaking and not self._handshake(fd, conn, state):
             return
         outcome = self._pump(conn, state)
@@ -475,7 +583,7 @@ class ParkingManager(connections.ConnectionManager):
                     now, self.server.header_timeout, self.server.body_timeout):
                 continue
             self._selector.unregister(fd)
-            if conn.parked.buf or conn.parked.head_end is not None:
+            if not conn.parked.draining and (conn.parked.buf or conn.parked.head_end is not None):
                 _send_quietly(conn.socket, _TIMEOUT_ANSWER)
             self._drop(conn)
 
@@ -484,17 +592,60 @@ class ParkingManager(connections.ConnectionManager):
         if conn.parked is not None:
             self._account(-len(conn.parked.buf))
             conn.parked = None
+        conn.wfile.abandon()
         conn.close()
+
+    # -- answers the client has not read yet -----------------------------------------------------
+
+    def drain(self, conn: DoorConnection, *, then_close: bool) -> None:
+        """Take over sending the rest of ``conn``'s answer (called by the worker that wrote it)."""
+        if conn.parked is None:
+            conn.parked = _Parked()
+        conn.parked.draining, conn.parked.close_after = True, then_close
+        conn.parked.progress = time.monotonic()
+        conn.socket.setblocking(False)
+        self._selector.register(conn.socket.fileno(), selectors.EVENT_WRITE, data=conn)
+
+    def _writable(self, fd: int, conn: DoorConnection, state: _Parked) -> None:
+        writer = conn.wfile
+        try:
+            sent = conn.socket.send(bytes(writer.pending[:_SEND_BLOCK]))
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            return
+        except (OSError, ssl.SSLError, ValueError):
+            self._selector.unregister(fd)
+            self._drop(conn)
+            return
+        del writer.pending[:sent]
+        self.unspill(sent)
+        state.progress = time.monotonic()
+        if writer.pending:
+            return
+        self._selector.unregister(fd)
+        state.draining = False
+        if state.close_after:
+            self._drop(conn)
+        else:
+            self._resume(conn, state)
 
     # -- cheroot's interface -------------------------------------------------------------------
 
     def put(self, conn: DoorConnection) -> None:
         """A worker answered a request and the connection stays open: park it again. Bytes the
-        worker's reader already holds (a pipelined request) come back to the front first."""
+        worker's reader already holds (a pipelined request) come back to the front first, and
+        are answered only once the client has taken this answer (no worker waits on it)."""
         conn.last_used = time.time()
         state = conn.parked = _Parked(conn.rfile.take_buffered())
         self._account(len(state.buf))
         conn.socket.setblocking(False)
+        if conn.wfile.pending:
+            self.drain(conn, then_close=False)
+            return
+        self._resume(conn, state)
+
+    def _resume(self, conn: DoorConnection, state: _Parked) -> None:
+        """Go on with a connection between requests: answer a pipelined request that is already
+        whole, or wait for the next one."""
         if state.buf and state.ready():
             if self._refused(conn, state):
                 self._drop(conn)
@@ -546,6 +697,7 @@ class DoorServer(wsgi.Server):
     header_timeout = HEADER_TIMEOUT
     body_timeout = BODY_TIMEOUT
     buffer_budget = 256 * 1024 * 1024   # bytes of unfinished requests the front holds at most
+    spill_budget = 256 * 1024 * 1024    # bytes of answers slow readers have not taken yet, at most
     # Connections taken per wake-up of the front. 64 for a socket of its own; `serve --workers`
     # sets 1 (gateway/workers.adopt): every worker's front wakes for a new connection, and one
     # that took a burst of them whole left the others idle (16 clients connecting at once all

@@ -172,6 +172,45 @@ def test_keep_alive_and_pipelined_requests_still_work(server, boot) -> None:
         assert session.get(f"{server.url}/api/health", timeout=5).status_code == 200
 
 
+def test_clients_that_never_read_their_answers_hold_no_worker(quick_server, boot, operator) -> None:
+    """Forty clients (ten times the four worker threads) each ask for a 200 KB note ten times in
+    one packet and never read: the answers wait with the front, not in worker threads, so a
+    health check is answered at once. A client that reads late gets every answer whole."""
+    server = quick_server
+    body = ("x" * 99 + "\n").encode() * 2000   # 200 KB, more than a socket's send buffer holds
+    r = requests.put(f"{server.url}/dav/org/{boot['org_id']}/big.md", data=body,
+                     auth=("ada@example.com", "correct horse battery"), timeout=10)
+    assert r.status_code in (201, 204), r.text
+    get = (f"GET /dav/org/{boot['org_id']}/big.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n\r\n").encode()
+    stalled = []
+    try:
+        for _ in range(40):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            s.connect(address(server))
+            s.sendall(get * 10)
+            stalled.append(s)
+        time.sleep(0.5)
+        for _ in range(5):
+            started = time.monotonic()
+            assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+            assert time.monotonic() - started < 1.0
+        # A client that reads late: three answers, each whole, in order.
+        late = socket.create_connection(address(server), timeout=10)
+        late.sendall(get * 3)
+        time.sleep(0.5)
+        got = b""
+        while got.count(body) < 3:
+            chunk = late.recv(1 << 20)
+            assert chunk, f"closed after {len(got)} bytes"
+            got += chunk
+        assert got.count(b"HTTP/1.1 200 OK") == 3
+        late.close()
+    finally:
+        for s in stalled:
+            s.close()
+
+
 def test_answers_with_and_without_a_body_follow_each_other_whole_on_one_connection(server, boot, operator) -> None:
     """The front sends a response's head with its first body bytes in one write (DoorRequest);
     an answer without a body (HEAD, 304, 204) must still get its head, in order."""
