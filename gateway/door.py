@@ -24,7 +24,8 @@ cheroot's own writer does) and, after ``BODY_TIMEOUT`` without progress, its con
 A parked connection costs a socket and its buffered bytes, not a thread, so there is no
 per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
 so file descriptors cannot run out, and ``buffer_budget`` the bytes of unfinished requests held at
-once (past it, a connection asking for more is answered 503 and closed).
+once: past it, bodies silent for ``stall_seconds`` are closed (408) to make room, and only when
+none has stalled is the connection asking for more answered 503 and closed.
 
 Also here: a header reader refusing two different Content-Length headers, or one with
 Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
@@ -543,7 +544,8 @@ class ParkingManager(connections.ConnectionManager):
                 return "closed"
             state.buf += data
             state.progress = time.monotonic()
-            if self._account(len(data)) > self.server.buffer_budget and not state.ready():
+            if (self._account(len(data)) > self.server.buffer_budget and not state.ready()
+                    and not self._make_room(conn)):
                 _send_quietly(sock, _BUSY_ANSWER)
                 return "closed"
             if state.refusal is not None:
@@ -556,6 +558,25 @@ class ParkingManager(connections.ConnectionManager):
             state.send_continue = False
             _send_quietly(sock, b"HTTP/1.1 100 Continue\r\n\r\n")
         return "waiting"
+
+    def _make_room(self, arriving: DoorConnection) -> bool:
+        """Over the budget: close the bodies that have stalled longest (no byte for
+        ``server.stall_seconds``; each gets 408) until the budget holds again. A body that is
+        arriving wins over one that is not: clients that send most of a body and then a byte
+        now and then could otherwise hold the whole budget and turn every upload away."""
+        now = time.monotonic()
+        stalled = sorted((c.parked.progress, fd, c) for fd, c in list(self._selector.connections)
+                         if c is not self.server and c is not arriving and c.parked is not None
+                         and not c.parked.draining and c.parked.buf
+                         and now - c.parked.progress > self.server.stall_seconds)
+        for _, fd, conn in stalled:
+            if self._buffered <= self.server.buffer_budget:
+                break
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(fd)
+            _send_quietly(conn.socket, _TIMEOUT_ANSWER)
+            self._drop(conn)
+        return self._buffered <= self.server.buffer_budget
 
     @staticmethod
     def _refused(conn: DoorConnection, state: _Parked) -> str | None:
@@ -698,6 +719,7 @@ class DoorServer(wsgi.Server):
     body_timeout = BODY_TIMEOUT
     buffer_budget = 256 * 1024 * 1024   # bytes of unfinished requests the front holds at most
     spill_budget = 256 * 1024 * 1024    # bytes of answers slow readers have not taken yet, at most
+    stall_seconds = 2.0                 # a body silent this long gives way when the budget is full
     # Connections taken per wake-up of the front. 64 for a socket of its own; `serve --workers`
     # sets 1 (gateway/workers.adopt): every worker's front wakes for a new connection, and one
     # that took a burst of them whole left the others idle (16 clients connecting at once all

@@ -158,6 +158,54 @@ def test_unfinished_bodies_past_the_memory_budget_are_refused_with_503(quick_ser
     assert requests.get(f"{quick_server.url}/api/health", timeout=5).status_code == 200
 
 
+@pytest.fixture
+def patient_server(db) -> Iterator[RunningServer]:
+    """quick_server's 512 KB budget with the default 30 s of body silence: a stalled body stays
+    unless something needs its room."""
+    gateway = Gateway(db)
+    port = free_port()
+    srv = make_server(gateway, "127.0.0.1", port, threads=4)
+    srv.buffer_budget = 512 * 1024
+    srv.prepare()
+    threading.Thread(target=srv.serve, daemon=True).start()
+    yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
+    srv.stop()
+    gateway.close()
+
+
+def test_bodies_that_stalled_make_room_for_an_upload_that_is_arriving(patient_server, boot) -> None:
+    """Clients that send most of a body and then stop hold the budget only while nothing else
+    needs it: an upload arriving past the budget closes the stalled ones (408) and is stored,
+    where it used to be turned away with 503 for as long as they trickled."""
+    head = (f"PUT /dav/org/{boot['org_id']}/held.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 200000\r\n\r\n").encode()
+    held = []
+    try:
+        for _ in range(4):       # 4 x 120 KB of the fixture's 512 KB budget, then silence
+            s = socket.create_connection(address(patient_server), timeout=5)
+            s.sendall(head + b"x" * 120_000)
+            held.append(s)
+        time.sleep(2.5)   # past the front's stall_seconds (2 s)
+        body = b"y" * 200_000
+        r = requests.put(f"{patient_server.url}/dav/org/{boot['org_id']}/arriving.md", data=body,
+                         auth=(boot["email"], boot["password"]), timeout=10)
+        assert r.status_code == 201, r.text
+        answers = []
+        for s in held:
+            s.settimeout(1)
+            try:
+                answers.append(s.recv(4096))
+            except socket.timeout:
+                answers.append(b"")
+        assert any(a.startswith(b"HTTP/1.1 408") for a in answers), answers
+    finally:
+        for s in held:
+            s.close()
+    got = requests.get(f"{patient_server.url}/dav/org/{boot['org_id']}/arriving.md",
+                       auth=(boot["email"], boot["password"]), timeout=5)
+    assert got.status_code == 200 and got.content == body
+
+
 def test_keep_alive_and_pipelined_requests_still_work(server, boot) -> None:
     one = f"GET /dav/org/{boot['org_id']}/ HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n\r\n".encode()
     with socket.create_connection(address(server), timeout=10) as s:
