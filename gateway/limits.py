@@ -9,12 +9,14 @@ exception inside WsgiDAV). The parking front (gateway/door.py) uses the same cap
 of a body it buffers before a worker sees the request.
 
 Headers a view stores or parses as numbers are bounded too: ``X-Tool-Call-Id`` goes into
-file_changes, ``X-Run-Id`` is an id; a Range header with a number no file could reach is a 416.
+file_changes, ``X-Run-Id`` is an id; a Range header with a number no file could reach is a 416, and
+a LOCK Timeout of more than 10 digits of seconds a 400 (WsgiDAV would fail on it with a 500).
 """
 from __future__ import annotations
 
 import io
 import re
+from xml.parsers import expat
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -25,6 +27,7 @@ from store.storage import MAX_CONTENT_BYTES as MAX_WRITE, too_large
 
 HEADER_BYTES = 64 * 1024      # request line and headers together (cheroot's max_request_header_size)
 XML_BODY = 1024 * 1024        # a PROPPATCH of every property a file may hold (64 x 4 KB) fits many times
+XML_DEPTH = 64                # elements nested in a WebDAV XML body (clients send fewer than 10)
 API_BODY = 2 * 1024 * 1024    # a 256 KB note as JSON with every character escaped (\u0001 is 6 bytes)
 OTHER_BODY = 64 * 1024        # WebDAV GET, DELETE, MOVE ... carry no body a route reads
 MAX_BODY = max(MAX_WRITE, XML_BODY, API_BODY, OTHER_BODY)
@@ -36,6 +39,8 @@ HEADER_CAPS: dict[str, tuple[str, int]] = {
 }
 # A byte position no note reaches: Python refuses int() of over 4300 digits (a 500 inside WsgiDAV).
 _RANGE_NUMBER = re.compile(r"[0-9]{16,}")
+# A LOCK Timeout WsgiDAV would parse with int(): Second-4100000000 (what Windows asks) has 10 digits.
+_TIMEOUT_NUMBER = re.compile(r"second-\s*[0-9]{11,}", re.IGNORECASE)
 DAV_PREFIX = "/dav"
 _XML_METHODS = frozenset({"PROPFIND", "PROPPATCH", "LOCK", "REPORT", "SEARCH"})
 
@@ -86,18 +91,74 @@ def guard(environ: dict[str, Any], path: str) -> Refusal | None:
         return Refusal("416 Range Not Satisfiable",
                        f"the Range header names a byte position of 16 digits or more, beyond any file "
                        f"here (notes are at most {MAX_WRITE} bytes); ask for bytes=0- or a smaller range")
+    timeout = environ.get("HTTP_TIMEOUT")
+    if timeout and _TIMEOUT_NUMBER.search(timeout):
+        return Refusal("400 Bad Request", "the Timeout header asks for a lock of 11 digits or more of seconds; "
+                                          "send Second-<seconds> with at most 10 digits, or Infinite")
     cap = body_cap(method, path)
     chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
     length = environ.get("CONTENT_LENGTH", "")
     if chunked:
-        return _decode_chunked(environ, method, path, cap)
+        refusal = _decode_chunked(environ, method, path, cap)
+        return refusal or _xml_depth(environ, method, path)
     if length.isascii() and length.isdigit() and int(length) > cap:
         if method == "PUT" and path.startswith(DAV_PREFIX):  # a file: the store's own sentence for it
             name = unquote(path.rstrip("/").rsplit("/", 1)[-1])
             return Refusal("413 Content Too Large", f"{too_large(name, int(length))}. Nothing was read or stored")
         return Refusal("413 Content Too Large", f"the body is {int(length)} bytes; {_what(method, path)}. "
                                                 "Nothing was read or stored")
+    return _xml_depth(environ, method, path)
+
+
+def _xml_depth(environ: dict[str, Any], method: str, path: str) -> Refusal | None:
+    """A WebDAV XML body nested deeper than ``XML_DEPTH``: a 400 here. WsgiDAV serialises a
+    PROPPATCH value recursively, so 50 000 nested elements were a RecursionError (a 500 in the
+    property's status). Counted with expat, which does not recurse; the body is at most
+    ``XML_BODY`` bytes and the door has it in memory already."""
+    if method not in _XML_METHODS or not (path == DAV_PREFIX or path.startswith(DAV_PREFIX + "/")):
+        return None
+    length = environ.get("CONTENT_LENGTH", "")
+    if not (length.isascii() and length.isdigit() and int(length) > 0):
+        return None
+    body = environ["wsgi.input"].read(int(length))
+    environ["wsgi.input"] = io.BytesIO(body)
+    depth = deepest = 0
+
+    def start(*_: Any) -> None:
+        nonlocal depth, deepest
+        depth += 1
+        deepest = max(deepest, depth)
+        if depth > XML_DEPTH:
+            raise _TooDeep
+
+    def end(*_: Any) -> None:
+        nonlocal depth
+        depth -= 1
+
+    def doctype(*_: Any) -> None:
+        raise _Doctype   # no entities are expanded here: WsgiDAV refuses a DTD itself
+
+    parser = expat.ParserCreate()
+    parser.StartElementHandler, parser.EndElementHandler = start, end
+    parser.StartDoctypeDeclHandler = doctype
+    try:
+        parser.Parse(body, True)
+    except _Doctype:
+        return None
+    except _TooDeep:
+        return Refusal("400 Bad Request", f"the XML body is nested more than {XML_DEPTH} elements deep; "
+                                          "WebDAV bodies need a handful of levels")
+    except expat.ExpatError:
+        return None   # malformed XML: WsgiDAV's own parser answers it (a 400 naming the error)
     return None
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class _Doctype(Exception):
+    pass
 
 
 def _decode_chunked(environ: dict[str, Any], method: str, path: str, cap: int) -> Refusal | None:

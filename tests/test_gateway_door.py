@@ -416,6 +416,32 @@ def test_basic_with_nothing_after_it_is_a_401(server, boot, header: str) -> None
     assert b"Basic credentials" in answer
 
 
+def test_a_lock_timeout_of_thousands_of_digits_is_a_400(server, boot, operator) -> None:
+    url = f"{server.url}/dav/org/{boot['org_id']}/locked.md"
+    assert operator.put(url, data=b"x\n").status_code in (201, 204)
+    body = ('<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope>'
+            '<D:locktype><D:write/></D:locktype></D:lockinfo>')
+    r = operator.request("LOCK", url, data=body, headers={"Timeout": "Second-" + "9" * 5000})
+    assert r.status_code == 400 and "at most 10 digits" in r.text
+    # What Windows sends still locks.
+    r = operator.request("LOCK", url, data=body, headers={"Timeout": "Infinite, Second-4100000000"})
+    assert r.status_code == 200, r.text
+
+
+def test_xml_nested_thousands_deep_is_a_400_not_a_500(server, boot, operator) -> None:
+    url = f"{server.url}/dav/org/{boot['org_id']}/deep.md"
+    assert operator.put(url, data=b"x\n").status_code in (201, 204)
+    deep = "<b>" * 50_000 + "</b>" * 50_000
+    body = ('<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><x:a xmlns:x="urn:x">' + deep +
+            '</x:a></D:prop></D:set></D:propertyupdate>')
+    r = operator.request("PROPPATCH", url, data=body.encode())
+    assert r.status_code == 400 and "nested more than 64 elements deep" in r.text
+    # A value a few levels deep is kept as sent.
+    shallow = body.replace(deep, "<b><c>x</c></b>")
+    r = operator.request("PROPPATCH", url, data=shallow.encode())
+    assert r.status_code == 207 and "200 OK" in r.text and "500" not in r.text
+
+
 def test_a_range_with_thousands_of_digits_is_a_416(server, boot, operator) -> None:
     url = f"{server.url}/dav/org/{boot['org_id']}/r.md"
     assert operator.put(url, data=b"# range\n").status_code in (201, 204)
