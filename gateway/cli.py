@@ -106,7 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         serving.start()
         _announce(config, login)
         while not stop.wait(0.5) and serving.is_alive():
-            pass
+            runtime.revive()
         if not stop.is_set():
             log.error("the HTTP server stopped unexpectedly")
         log.info("stopping")

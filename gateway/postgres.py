@@ -481,6 +481,18 @@ class EmbeddedPostgres:
         log.info("PostgreSQL (%s) ready for %s on %s", self.bindir, self.pgdata, self.socket_dir)
         return self._conninfo
 
+    def revive(self, timeout: float = 60.0) -> bool:
+        """Start the server again when it exited on its own (killed, crashed, OOM): True when it
+        had, and is running again. The same socket, so every pool reconnects to the same conninfo.
+        Call it from the thread that called start() (the server dies with that thread)."""
+        if self._proc is None or self._proc.poll() is None:
+            return False
+        code, self._proc = self._proc.returncode, None
+        log.error("PostgreSQL for %s exited (%s); starting it again", self.pgdata,
+                  f"signal {-code}" if code < 0 else f"exit code {code}")
+        self.start(timeout)
+        return True
+
     def attach(self) -> str | None:
         """The conninfo of a server another process (a running gateway) already serves on this data
         directory, or None. Admin commands use it instead of starting (and so replacing) a second one."""
@@ -673,6 +685,8 @@ class EmbeddedPostgres:
         In that case the socket goes into a fresh private directory under /tmp (mode 0700, owned
         by the server user), removed again by stop().
         """
+        if self._private_socket_dir and self.socket_dir is not None and self.socket_dir.is_dir():
+            return   # started again (revive): the same socket, so the conninfo holds
         if len(os.fsencode(self.data_dir / _SOCKET_NAME)) <= _SOCKET_PATH_MAX:
             self.socket_dir = self.data_dir
             return

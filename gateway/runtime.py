@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from pathlib import Path
 
 import psycopg
@@ -22,6 +23,8 @@ from store.db import Database
 log = logging.getLogger(__name__)
 
 EMBEDDED_DB = "hostfinder"
+# Seconds between attempts to start an embedded PostgreSQL that exited and would not start again.
+REVIVE_INTERVAL = 5
 # Where root's default data directory goes when the server user could not reach ./.hostfinder
 # (a checkout under /root, say): PostgreSQL refuses to run as root, and we never widen the
 # permissions of a person's folders.
@@ -80,6 +83,7 @@ class StoreRuntime:
         self.db: Database | None = None
         self.conninfo = ""
         self.created_database = False
+        self._next_revive = 0.0
 
     def open(self) -> Database:
         try:
@@ -122,6 +126,20 @@ class StoreRuntime:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(EMBEDDED_DB)))
                 self.created_database = True
         return make_conninfo(server, dbname=EMBEDDED_DB)
+
+    def revive(self) -> None:
+        """The embedded PostgreSQL started again if it exited on its own; called from the serving
+        loop (the thread that started it) every half second or so. Not for a server given with
+        --database-url or another gateway's: those are someone else's to run."""
+        now = time.monotonic()
+        if self.pg is None or now < self._next_revive:
+            return
+        try:
+            if self.pg.revive():
+                log.info("PostgreSQL is running again; requests are answered as before")
+        except Exception as exc:  # noqa: BLE001 - logged; tried again, requests answer 503 meanwhile
+            self._next_revive = now + REVIVE_INTERVAL
+            log.error("could not start PostgreSQL again (%s); trying again in %d s", exc, REVIVE_INTERVAL)
 
     def close(self) -> None:
         if self.db is not None:

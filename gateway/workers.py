@@ -138,6 +138,7 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
         log.info("serving with %d worker processes (%s)", workers, ", ".join(map(str, children)))
         last_spawn = 0.0
         while not stop.wait(0.2):
+            runtime.revive()
             for pid, number in list(children.items()):
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:

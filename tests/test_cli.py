@@ -289,3 +289,29 @@ def test_tls_serves_https_with_the_given_certificate(data_dir: Path) -> None:
             requests.get(f"http://localhost:{s.port}/api/health", timeout=5)
     finally:
         assert s.stop() == 0
+
+
+def test_an_embedded_postgresql_that_is_killed_is_started_again(data_dir: Path) -> None:
+    """The gateway's own PostgreSQL killed (the OOM killer, an operator's kill -9): requests answer
+    503 at once meanwhile, the gateway starts it again by itself, and requests succeed after."""
+    serve = Serve("--data-dir", str(data_dir), "--no-demo", "--workers", "2")
+    try:
+        serve.wait_ready(120)
+        postmaster = int((data_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        answers, healed_at, started = [], None, time.monotonic()
+        while time.monotonic() - started < 60:
+            t = time.monotonic()
+            r = requests.get(f"{serve.url}/api/health", timeout=10)
+            answers.append((r.status_code, time.monotonic() - t))
+            if r.status_code == 200 and len(answers) > 1:
+                healed_at = time.monotonic() - started
+                break
+            time.sleep(0.2)
+        assert healed_at is not None, answers[-5:]
+        assert all(elapsed < 3 for status, elapsed in answers if status == 503), answers
+        new_postmaster = int((data_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+        assert new_postmaster != postmaster
+    finally:
+        assert serve.stop() == 0
+    assert postgres_processes(data_dir) == []
