@@ -15,12 +15,13 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 
 from dav_provider import fastget, fastput
 from dav_provider.auth import StoreDomainController
-from dav_provider.errors import internal_error
+from dav_provider.errors import dav_error, internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
 from store.access import Door
 from store.db import Database
+from store.errors import StoreError
 from store.filecache import FileCache
 
 MOUNT_PATH = "/dav"
@@ -84,10 +85,16 @@ class PlainErrors(BaseMiddleware):
                 yield from returned
         except DAVError as exc:
             if exc.src_exception is not None:
+                if isinstance(exc.src_exception, StoreError):
+                    raise dav_error(exc.src_exception) from None
                 if exc.value >= 500:
                     raise internal_error(exc.src_exception) from None
                 exc.src_exception = None
             raise
+        except StoreError as exc:
+            # A refusal, or the database being away (503): an answer, not a failure of ours, so
+            # no traceback per request in the log while PostgreSQL is down.
+            raise dav_error(exc) from None
         except Exception as exc:
             raise internal_error(exc) from None
 

@@ -60,7 +60,7 @@ def timed(fn, *args: Any, **kwargs: Any) -> tuple[requests.Response, float]:
     return r, time.monotonic() - started
 
 
-def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage) -> None:
+def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage, caplog) -> None:
     pg, server, boot = outage
     auth = (boot["email"], boot["password"])
     note = f"{server.url}/dav/org/{boot['org_id']}/before.md"
@@ -86,6 +86,9 @@ def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage) ->
     assert all(r.headers.get("Retry-After") and "try again" in r.json()["error"] for r in api)
     dav = [r for r, _ in answers if "/dav/" in r.url]
     assert all(r.headers.get("Retry-After") for r in dav)
+    # An outage is an answer, not a failure of ours: no ERROR with a traceback per request.
+    assert not [r for r in caplog.records if r.levelname == "ERROR" and r.exc_info], \
+        [r.getMessage() for r in caplog.records if r.levelname == "ERROR"][:3]
 
     pg.start()
     # The very next request of each kind succeeds: no dead pooled connection is lent out.
