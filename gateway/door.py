@@ -70,6 +70,15 @@ _CHUNK_BODY = (b"the chunked body is malformed: each chunk starts with its size 
                b"or a Content-Length\n")
 _CHUNK_ANSWER = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
                  b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_CHUNK_BODY), _CHUNK_BODY))
+def _answer(status: bytes, sentence: bytes) -> bytes:
+    """A whole plain-text answer the front sends itself before closing the connection."""
+    return (b"HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (status, len(sentence), sentence))
+
+
+_CODING_ANSWER = _answer(b"501 Not Implemented", b"the only Transfer-Encoding this server reads is chunked; "
+                         b"send the body as it is (with a Content-Length) or chunked\n")
+_LF_ANSWER = _answer(b"400 Bad Request", b"the request's lines end in a bare LF; HTTP lines end in CRLF\n")
 _TIMEOUT_BODY = b"the request did not arrive in time: headers within 10 s, a body never idle for 30 s\n"
 _TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
@@ -132,6 +141,16 @@ class DoorRequest(cheroot_server.HTTPRequest):
 
     header_reader = StrictHeaderReader()
     _head = b""
+
+    def read_request_headers(self) -> bool:
+        if not super().read_request_headers():
+            return False
+        if self.request_protocol in (b"HTTP/1.1", "HTTP/1.1") and b"Host" not in self.inheaders:
+            # RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+            self.simple_response("400 Bad Request", "an HTTP/1.1 request must carry a Host header")
+            self.close_connection = True
+            return False
+        return True
 
     def send_headers(self) -> None:
         wfile, held = self.conn.wfile, _Held()
@@ -323,6 +342,9 @@ class _Parked:
     def _parse_head(self) -> bool:
         end = self.buf.find(b"\r\n\r\n")
         if end < 0:
+            if self.buf.find(b"\n\n") >= 0 and self.buf.find(b"\r\n") < 0:
+                self.head_end = len(self.buf)
+                return self._refuse(_LF_ANSWER)   # rather than a 408 ten seconds later
             return False
         self.head_end = end + 4
         lines = bytes(self.buf[:end]).lstrip(b"\r\n").split(b"\r\n")
@@ -340,8 +362,10 @@ class _Parked:
             elif name == b"expect" and value.lower() == b"100-continue":
                 expect = True
         self.cap = body_cap(method, target)
+        if transfer and transfer != b"chunked" and not lengths:
+            return self._refuse(_CODING_ANSWER)
         if transfer:
-            # Anything but plain chunked (or with a Content-Length too) is refused by cheroot at once.
+            # Chunked with a Content-Length too is cheroot's 400 (StrictHeaderReader), at once.
             self.chunked = transfer == b"chunked" and not lengths
             self.chunk_pos = self.head_end
             if expect and self.chunked:
@@ -351,6 +375,8 @@ class _Parked:
             return True                               # no body, or two lengths (cheroot's 400)
         text = lengths.pop()
         if not (text.isdigit() and int(text) <= self.cap):
+            if expect:
+                self._strip_expect()   # refused unread: no "100 Continue" invites the body first
             return True                               # over the cap or not a number: refused unread
         self.body_end = self.head_end + int(text)
         if expect and len(self.buf) < self.body_end:
@@ -358,8 +384,14 @@ class _Parked:
         return True
 
     def _continue(self) -> None:
-        """Drop Expect: 100-continue from the head: the front sends the 100 itself (caller), so
-        the client sends its body now, and cheroot must not send a second one later."""
+        """The front sends the 100 itself (caller), so the client sends its body now; cheroot
+        must not send a second one later."""
+        self._strip_expect()
+        self.send_continue = True
+
+    def _strip_expect(self) -> None:
+        """Drop Expect: 100-continue from the head (cheroot answers it with a 100 of its own)."""
+        assert self.head_end is not None
         head = bytes(self.buf[:self.head_end])
         kept = [ln for ln in head.split(b"\r\n") if not ln.lower().startswith(b"expect:")]
         new_head = b"\r\n".join(kept)
@@ -369,7 +401,6 @@ class _Parked:
         if self.body_end is not None:
             self.body_end -= delta
         self.chunk_pos = self.head_end
-        self.send_continue = True
 
     def _refuse(self, answer: bytes) -> bool:
         self.refusal = answer

@@ -499,6 +499,26 @@ def test_trailers_that_never_end_are_a_400_at_8_kb(server, boot) -> None:
     assert status_of(answer) == 400 and b"trailers end within 8 KB" in answer
 
 
+def test_protocol_mistakes_get_a_status_and_a_sentence_at_once(server, boot) -> None:
+    dav = f"/dav/org/{boot['org_id']}/p.md"
+    # Over the cap with Expect: the refusal comes without a 100 Continue inviting the body first.
+    answer = exchange(server, (f"PUT {dav} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                               f"Expect: 100-continue\r\nContent-Length: 999999999\r\n\r\n").encode(), timeout=5)
+    assert status_of(answer) == 413 and b"100 Continue" not in answer
+    # HTTP/1.1 without Host.
+    answer = exchange(server, b"GET /api/health HTTP/1.1\r\n\r\n", timeout=5)
+    assert status_of(answer) == 400 and b"Host header" in answer
+    assert status_of(exchange(server, b"GET /api/health HTTP/1.0\r\n\r\n", timeout=5)) == 200
+    # A transfer coding other than chunked: 501 with a sentence.
+    answer = exchange(server, (f"PUT {dav} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nxx").encode(),
+                      timeout=5)
+    assert status_of(answer) == 501 and b"only Transfer-Encoding this server reads is chunked" in answer
+    # Bare LF line endings: a 400 at once, not a 408 ten seconds later.
+    started = time.monotonic()
+    answer = exchange(server, b"GET /api/health HTTP/1.1\nHost: x\n\n", timeout=5)
+    assert status_of(answer) == 400 and b"CRLF" in answer and time.monotonic() - started < 2
+
+
 @pytest.mark.parametrize("lengths", [("5", "6"), ("0", "10")])
 def test_two_different_content_lengths_are_a_400(server, boot, lengths: tuple[str, str]) -> None:
     head = (f"PUT /dav/org/{boot['org_id']}/two.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
