@@ -207,6 +207,10 @@ class _MostRecentFirst(ConnectionPool):
             raise
 
 
+TCP_LIVENESS = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
+                "tcp_user_timeout": 10_000}
+
+
 class Database:
     """A psycopg pool with the store's conventions: dict rows, UTC, autocommit outside
     ``transaction()``, and ``Unavailable`` (a store error) instead of a driver exception or a
@@ -229,8 +233,14 @@ class Database:
         self.timeout = timeout
         self._down_until = 0.0
         self._kwargs: dict = {"row_factory": dict_row, "autocommit": True}
-        if "connect_timeout" not in conninfo_to_dict(conninfo):
+        given = conninfo_to_dict(conninfo)
+        if "connect_timeout" not in given:
             self._kwargs["connect_timeout"] = 3
+        # A server across a network that stops answering (a partition, a host frozen) would
+        # otherwise hold a request on its connection for the kernel's whole retransmission time,
+        # about 15 minutes. These give up on a silent TCP peer within about 10 seconds; libpq
+        # ignores them on a unix socket (the embedded server).
+        self._kwargs.update({k: v for k, v in TCP_LIVENESS.items() if k not in given})
         self.pool = _MostRecentFirst(
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
             kwargs=self._kwargs, configure=self._configure,

@@ -40,3 +40,19 @@ def test_compact_keeps_what_string_literals_hold_and_refuses_what_it_cannot_fold
     for unsafe in ("SELECT 1 -- one\n, 2", 'SELECT 1 AS "a  b"', "SELECT $$a  b$$", "SELECT E'it\\'s'"):
         with pytest.raises(ValueError):
             compact(unsafe)
+
+
+def test_connections_give_up_on_a_silent_tcp_peer_unless_the_url_says_otherwise(db) -> None:
+    """keepalives and tcp_user_timeout bound how long a request waits on a database across a
+    network that stopped answering (a partition); libpq ignores them on the test's unix socket,
+    where the connection must still work. A value in the URL wins."""
+    from psycopg.conninfo import make_conninfo
+
+    from store.db import TCP_LIVENESS, Database
+    with db.connection() as conn:
+        assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
+    assert {k: db._kwargs[k] for k in TCP_LIVENESS} == TCP_LIVENESS
+    own = Database(make_conninfo(db.conninfo, tcp_user_timeout=30000), min_size=1, max_size=1)
+    assert "tcp_user_timeout" not in own._kwargs and own._kwargs["keepalives_idle"] == 5
+    with own, own.connection() as conn:
+        assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
