@@ -14,24 +14,12 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from api.auth import principal, requires
-from api.context import INT32_MAX, db, json_body, number_problem
+from api.context import db, if_match_version, json_body
 from store import state, tasks
 from store.agents import load_agent
 from store.errors import Invalid
 
 bp = Blueprint("agents", __name__)
-
-
-def _if_match() -> int | None:
-    value = request.headers.get("If-Match")
-    if value is None:
-        return None
-    text = value.strip().removeprefix("W/").strip('"')
-    if number_problem(text, "If-Match") is not None:
-        msg = (f"If-Match must be the task's version number, a whole number from 0 to {INT32_MAX} "
-               f"such as \"3\"; got {value!r}")
-        raise Invalid(msg, [msg])
-    return int(text)
 
 
 def _task_text() -> str:
@@ -56,7 +44,7 @@ def get_task(agent_id: int):  # type: ignore[no-untyped-def]
 @bp.put("/api/agents/<int:agent_id>/task")
 @requires("user")
 def put_task(agent_id: int):  # type: ignore[no-untyped-def]
-    text, if_version = _task_text(), _if_match()
+    text, if_version = _task_text(), if_match_version("the task")
     return jsonify(tasks.save_as_member(db(), principal(), agent_id, text, if_version=if_version))
 
 

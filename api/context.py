@@ -124,3 +124,17 @@ class AsciiIntConverter(IntegerConverter):
 def header_int(name: str) -> int | None:
     """An id in a header (X-Run-Id)."""
     return number(request.headers.get(name), f"the {name} header", minimum=1, maximum=INT64_MAX)
+
+
+def if_match_version(what: str) -> int | None:
+    """The version an If-Match header names ("3", also W/"3"), or None without one: a write
+    conditional on ``what`` (the task, the record) still being at that version (412 if not)."""
+    value = request.headers.get("If-Match")
+    if value is None:
+        return None
+    text = value.strip().removeprefix("W/").strip('"')
+    if number_problem(text, "If-Match") is not None:
+        msg = (f"If-Match must be {what}'s version number, a whole number from 0 to {INT32_MAX} "
+               f"such as \"3\"; got {value!r}")
+        raise Invalid(msg, [msg])
+    return int(text)

@@ -163,10 +163,13 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         "Clear every live record; the table, grants and next_id stay", tags=("records",)),
     ("/api/collections/{collection_id}/records/{record_id}", "get"): Op("One record", tags=("records",)),
     ("/api/collections/{collection_id}/records/{record_id}", "patch"): Op(
-        "Merge a patch into a record: { body } -> { record, warnings }",
+        "Merge a patch into a record: { body } -> { record, warnings }; If-Match for a conditional change",
         body=_body(("body",), body={"type": "object", "minProperties": 1}), tags=("records",),
-        extra={409: "a unique value is held by another record", 413: "the record is over its size cap",
-               422: "the patch rejected, with every problem"}),
+        headers=(("If-Match", {"type": "string", "pattern": "^[0-9]{1,9}$"},
+                  ("the record's version (as GET returns it), such as \"3\": the change is refused "
+                   "with 412 if the record changed since")),),
+        extra={409: "a unique value is held by another record", 412: "the record changed since the version sent "
+               "in If-Match", 413: "the record is over its size cap", 422: "the patch rejected, with every problem"}),
     ("/api/collections/{collection_id}/records/{record_id}", "delete"): Op(
         "Soft-delete one record", tags=("records",)),
 

@@ -15,7 +15,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from api.auth import principal, requires
-from api.context import INT64_MAX, check_shape, db, json_body, number_problem, too_deep
+from api.context import INT64_MAX, check_shape, db, if_match_version, json_body, number_problem, too_deep
 from store import member_records
 from store.errors import Invalid
 
@@ -93,8 +93,10 @@ def get(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
 @bp.patch("/api/collections/<int:collection_id>/records/<int:record_id>")
 @requires("user")
 def update(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
-    """{body} (the columns that change; null clears an optional one) -> {record, warnings}."""
-    result = member_records.update(db(), principal(), collection_id, record_id, json_body())
+    """{body} (the columns that change; null clears an optional one) -> {record, warnings}.
+    If-Match: <version> makes it conditional (412 when the record changed since)."""
+    if_version = if_match_version("the record")
+    result = member_records.update(db(), principal(), collection_id, record_id, json_body(), if_version=if_version)
     return jsonify({"record": result.record, "warnings": result.warnings})
 
 

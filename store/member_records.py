@@ -61,12 +61,13 @@ def add(db: Database, principal: Principal, collection_id: int, payload: object)
 
 
 def update(db: Database, principal: Principal, collection_id: int, record_id: int,
-           payload: object) -> records.WriteResult:
-    """The columns that change (null clears an optional one)."""
+           payload: object, *, if_version: int | None = None) -> records.WriteResult:
+    """The columns that change (null clears an optional one); ``if_version`` (If-Match): only
+    while the record is still at that version."""
     body = body_of(payload)
     with db.transaction() as conn:
         collection = collection_for_member(conn, principal, collection_id, lock=True)
-        return records.record_update(conn, collection, record_id, body, principal.actor)
+        return records.record_update(conn, collection, record_id, body, principal.actor, if_version=if_version)
 
 
 def remove(db: Database, principal: Principal, collection_id: int, record_id: int) -> int:

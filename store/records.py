@@ -25,7 +25,7 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.columns import Column, identity_of, search_blob, stored_columns, unique_column
 from store.db import Conn, Database
-from store.errors import Conflict, Invalid, LimitReached, NotFound, TooLarge
+from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
 from store.grants import Collection, collection_for_agent, granted_collections
 from store.paths import collection_path, record_path
 from store.provenance import append_changes, record_change
@@ -174,13 +174,19 @@ def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -
     return WriteResult(as_record(inserted, row["name"], columns, display_path=True))
 
 
-def record_update(conn: Conn, collection: Collection, record_id: object, patch: object, actor: Actor) -> WriteResult:
+def record_update(conn: Conn, collection: Collection, record_id: object, patch: object, actor: Actor, *,
+                  if_version: int | None = None) -> WriteResult:
     """Merge ``patch`` into a live record: present columns validated, null clears an optional
-    column, the rest kept; problems left in untouched columns come back as warnings."""
+    column, the rest kept; problems left in untouched columns come back as warnings.
+    ``if_version``: refuse (PreconditionFailed) unless the record is still at that version."""
     if not isinstance(patch, dict):
         raise _rejected([f"body: expected an object of the columns that change; got {shown(patch)}"])
     row, columns = _lock(conn, collection)
     existing = _live_row(conn, row["id"], record_id, row["name"], lock=True)
+    if if_version is not None and existing["version"] != if_version:
+        raise PreconditionFailed(f"record {existing['key']} of {row['name']} is at version {existing['version']}, "
+                                 f"not {if_version}: it changed since it was read; read it again and reapply "
+                                 "the change")
     if not patch:
         raise _rejected(["body: no columns to change; send the columns that change, null clears an optional one"])
     clean, problems = check_body(columns, patch, patch=True)

@@ -355,6 +355,25 @@ def test_a_body_over_the_cap_with_other_problems_names_them_all_in_one_422(serve
 
 # --- the operator's routes -----------------------------------------------------------------------
 
+def test_a_record_change_with_if_match_is_refused_when_the_record_moved_on(server, db, boot, operator,
+                                                                           leads) -> None:
+    """Two people editing one record through the API: the second, holding an older version,
+    gets 412 and the first one's change stands (no silent lost update)."""
+    base = f"{server.url}/api/collections/{leads['id']}/records"
+    rec = ok(operator.post(base, json={"body": {"email": "ada@example.com", "status": "new"}}), 201)["record"]
+    url = f"{base}/{rec['id']}"
+    first = ok(operator.patch(url, json={"body": {"status": "won"}}, headers={"If-Match": f'"{rec["version"]}"'}))
+    assert first["record"]["version"] == rec["version"] + 1
+    r = operator.patch(url, json={"body": {"status": "lost"}}, headers={"If-Match": str(rec["version"])})
+    assert r.status_code == 412, r.text
+    assert f"is at version {rec['version'] + 1}, not {rec['version']}" in r.json()["error"]
+    assert ok(operator.get(url))["status"] == "won"
+    r = operator.patch(url, json={"body": {"status": "lost"}}, headers={"If-Match": "soon"})
+    assert r.status_code == 422 and "If-Match must be the record's version number" in r.json()["error"]
+    # Without If-Match a change is unconditional, as record_update is for agents.
+    assert ok(operator.patch(url, json={"body": {"status": "lost"}}))["record"]["status"] == "lost"
+
+
 def test_operator_routes_read_write_and_answer_other_organisations_as_unknown(server, db, boot, operator,
                                                                               leads) -> None:
     base = f"{server.url}/api/collections/{leads['id']}/records"
