@@ -66,6 +66,16 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     browser.shot("task-revision-diff")
 
 
+def test_a_table_embedded_in_the_task_links_to_its_page(browser: Browser, boot, server, operator, db) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    leads = make_collection(db, org, "leads", LEADS, guild_id=boot["guild_id"], purpose="sales leads")
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": f"Work ![[org/{org}/collections/leads]]."}))
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
+    follow(browser, browser.link(f"org/{org}/collections/leads"))
+    assert browser.path == f"/databases/{leads['id']}"
+
+
 def test_a_task_saved_with_an_embed_that_shows_nothing_says_so(browser: Browser, boot, server, operator) -> None:
     """An embed of a note that does not exist (a typo) or of something embeds do not show is
     saved (the note may come later), and the page says at once what a run will see instead."""

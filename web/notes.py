@@ -24,6 +24,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
+from store import collections as colls
 from store import embeds, files, notes, orgs
 from store.errors import (AlreadyExists, Embedded, Invalid, Locked, NotANote, NotFound, PreconditionFailed,
                           StoreError, TooLarge)
@@ -256,8 +257,10 @@ def create_note() -> ResponseReturnValue:
 # --- a note -----------------------------------------------------------------------------------------
 
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
-    """The paths a text embeds, each with a link when it is a note of this organisation."""
+    """The paths a text embeds, each with a link to its page when it is a note, a task, a memory
+    or a table of this organisation."""
     out = []
+    tables: dict[str, int] | None = None
     for path in embeds.find_embeds(text):
         entry: dict[str, Any] = {"path": path, "url": None}
         try:
@@ -269,6 +272,11 @@ def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
                 entry["url"] = note_url(path)
             elif target.family in ("task", "memory"):
                 entry["url"] = url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"
+            elif target.family == "collection":
+                if tables is None:
+                    tables = {c["name"]: c["id"] for c in colls.list_collections(conn, principal(), org_id)}
+                if target.name in tables:
+                    entry["url"] = url_for("databases.table", collection_id=tables[target.name])
         out.append(entry)
     return out
 
