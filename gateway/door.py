@@ -59,6 +59,7 @@ _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiti
 # bytes, the worker sends the rest itself and waits, as cheroot's own writer does.
 SPILL_BYTES = 16 * 1024 * 1024
 _SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
+STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, this long per stall
 _BUSY_BODY = (b"the server is holding too many unfinished requests in memory just now; "
               b"send the request again in a few seconds\n")
 _BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -202,6 +203,31 @@ class DoorRequest(cheroot_server.HTTPRequest):
             self.conn.wfile.write(b"0\r\n\r\n")
 
 
+_TLS_RECORD = 16 * 1024
+
+
+def send_some(sock: Any, data: bytes | bytearray, limit: int | None = None) -> int:
+    """Send from the start of ``data`` on a non-blocking socket until it would block (at most
+    ``limit`` bytes); the count sent. Over TLS, in records of 16 KB: an SSL_write that meets a
+    full socket may have taken part of its buffer without saying so, and must be retried with
+    at least the same bytes, which the next call does (it starts at the same place, with a record
+    the same size)."""
+    tls = isinstance(sock, ssl.SSLSocket)
+    end = len(data) if limit is None else min(len(data), limit)
+    sent = 0
+    with memoryview(data) as view:
+        while sent < end:
+            piece = view[sent:min(end, sent + _TLS_RECORD)] if tls else view[sent:end]
+            try:
+                n = sock.send(piece)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                break
+            sent += n
+            if not tls:
+                break   # a plain socket took what it could in one call
+    return sent
+
+
 class _SpillWriter:
     """The connection's writer. What the socket takes at once is sent; the rest is kept, and the
     front sends it once the worker has finished the request (``ParkingManager.put`` or
@@ -228,13 +254,12 @@ class _SpillWriter:
         return len(data)
 
     def _send_now(self, data: bytes) -> int:
+        """As much of ``data`` as the socket takes without waiting."""
         sock = self.conn.socket
         timeout = sock.gettimeout()
         sock.setblocking(False)
         try:
-            return sock.send(data)
-        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
-            return 0
+            return send_some(sock, data)
         finally:
             sock.settimeout(timeout)
 
@@ -252,6 +277,17 @@ class _SpillWriter:
         if self.pending and self.conn.manager is not None:
             self.conn.manager.unspill(len(self.pending))
         self.pending = bytearray()
+
+    def finish(self, timeout: float) -> None:
+        """The server is stopping: send what is kept, waiting at most ``timeout`` per stall, so an
+        answer already under way is not cut off; then forget whatever the client did not take."""
+        if self.pending:
+            try:
+                self.conn.socket.settimeout(timeout)
+                self.conn.socket.sendall(bytes(self.pending))
+            except (OSError, ssl.SSLError, ValueError):
+                pass
+        self.abandon()
 
     def flush(self) -> None:
         pass
@@ -281,7 +317,7 @@ class DoorConnection(cheroot_server.HTTPConnection):
         if self.wfile.pending and manager is not None:
             manager.drain(self, then_close=True)
             return
-        self.wfile.abandon()
+        self.wfile.finish(timeout=STOP_SEND_SECONDS)   # nothing left, or the server is stopping
         super().close()
 
 
@@ -451,6 +487,7 @@ class ParkingManager(connections.ConnectionManager):
         self._buffered = 0
         self._spilled = 0    # answer bytes kept for slow readers (_SpillWriter)
         self._count_lock = threading.Lock()
+        self._front: threading.Thread | None = None   # the thread running the selector loop
 
     def _account(self, delta: int) -> int:
         with self._count_lock:
@@ -473,6 +510,7 @@ class ParkingManager(connections.ConnectionManager):
     # -- the selector loop ---------------------------------------------------------------------
 
     def _run(self, expiration_interval: float) -> None:
+        self._front = threading.current_thread()
         last_check = time.monotonic()
         while not self._stop_requested:
             try:
@@ -595,11 +633,15 @@ class ParkingManager(connections.ConnectionManager):
         ``server.stall_seconds``; each gets 408) until the budget holds again. A body that is
         arriving wins over one that is not: clients that send most of a body and then a byte
         now and then could otherwise hold the whole budget and turn every upload away."""
+        if threading.current_thread() is not self._front:
+            return False   # (a worker resuming a connection: only the front closes others)
         now = time.monotonic()
         stalled = sorted((c.parked.progress, fd, c) for fd, c in list(self._selector.connections)
                          if c is not self.server and c is not arriving and c.parked is not None
                          and not c.parked.draining and c.parked.buf
                          and now - c.parked.progress > self.server.stall_seconds)
+        if self._buffered - sum(len(c.parked.buf) for _, _, c in stalled) > self.server.buffer_budget:
+            return False   # closing them all would not be enough: close none
         for _, fd, conn in stalled:
             if self._buffered <= self.server.buffer_budget:
                 break
@@ -661,12 +703,12 @@ class ParkingManager(connections.ConnectionManager):
     def _writable(self, fd: int, conn: DoorConnection, state: _Parked) -> None:
         writer = conn.wfile
         try:
-            sent = conn.socket.send(bytes(writer.pending[:_SEND_BLOCK]))
-        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
-            return
+            sent = send_some(conn.socket, writer.pending, _SEND_BLOCK)
         except (OSError, ssl.SSLError, ValueError):
             self._selector.unregister(fd)
             self._drop(conn)
+            return
+        if not sent:
             return
         del writer.pending[:sent]
         self.unspill(sent)
@@ -678,6 +720,7 @@ class ParkingManager(connections.ConnectionManager):
         if state.close_after:
             self._drop(conn)
         else:
+            state.since = state.progress   # the next request's deadline starts now
             self._resume(conn, state)
 
     # -- cheroot's interface -------------------------------------------------------------------

@@ -122,12 +122,11 @@ def _xml_depth(environ: dict[str, Any], method: str, path: str) -> Refusal | Non
         return None
     body = environ["wsgi.input"].read(int(length))
     environ["wsgi.input"] = io.BytesIO(body)
-    depth = deepest = 0
+    depth = 0
 
     def start(*_: Any) -> None:
-        nonlocal depth, deepest
+        nonlocal depth
         depth += 1
-        deepest = max(deepest, depth)
         if depth > XML_DEPTH:
             raise _TooDeep
 

@@ -443,6 +443,8 @@ class EmbeddedPostgres:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conninfo: str | None = None
         self._log_offset = 0
+        self._wanted = False     # started, and not stopped since: revive() keeps it running
+        self._reviving = False
 
     # ---- public -------------------------------------------------------------------------
 
@@ -473,9 +475,11 @@ class EmbeddedPostgres:
             self._wait_ready(deadline)
         except BaseException:
             self._terminate()
-            self._drop_private_socket_dir()
+            if not self._reviving:   # started again: keep the socket, which every pool names
+                self._drop_private_socket_dir()
             raise
         assert self.socket_dir is not None
+        self._wanted = True
         self._conninfo = "postgresql://postgres@/postgres?host=" + urllib.parse.quote(str(self.socket_dir), safe="/")
         atexit.register(self.stop)
         log.info("PostgreSQL (%s) ready for %s on %s", self.bindir, self.pgdata, self.socket_dir)
@@ -485,12 +489,17 @@ class EmbeddedPostgres:
         """Start the server again when it exited on its own (killed, crashed, OOM): True when it
         had, and is running again. The same socket, so every pool reconnects to the same conninfo.
         Call it from the thread that called start() (the server dies with that thread)."""
-        if self._proc is None or self._proc.poll() is None:
+        if not self._wanted or (self._proc is not None and self._proc.poll() is None):
             return False
-        code, self._proc = self._proc.returncode, None
-        log.error("PostgreSQL for %s exited (%s); starting it again", self.pgdata,
-                  f"signal {-code}" if code < 0 else f"exit code {code}")
-        self.start(timeout)
+        if self._proc is not None:   # (None: an earlier attempt to start it again failed)
+            code, self._proc = self._proc.returncode, None
+            log.error("PostgreSQL for %s exited (%s); starting it again", self.pgdata,
+                      f"signal {-code}" if code < 0 else f"exit code {code}")
+        self._reviving = True
+        try:
+            self.start(timeout)
+        finally:
+            self._reviving = False
         return True
 
     def attach(self) -> str | None:
@@ -511,6 +520,7 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         """fast shutdown, wait for exit; idempotent"""
         atexit.unregister(self.stop)
+        self._wanted = False
         if self._proc is not None:
             self._terminate()
             log.info("PostgreSQL for %s stopped", self.pgdata)

@@ -615,3 +615,86 @@ def test_idle_and_half_handshaken_tls_clients_do_not_stop_https(tls_server, boot
     finally:
         for s in sockets:
             s.close()
+
+
+def test_a_large_answer_to_a_slow_tls_reader_arrives_whole(tls_server, boot) -> None:
+    """A PROPFIND of 1 000 notes (one write of over 300 KB) to a TLS client that reads nothing
+    for a second: the front holds the rest and sends it whole once the client reads."""
+    import ssl as ssl_module
+    server, cert = tls_server
+    port = urlparse(server.url).port
+    folder = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    with requests.Session() as session:
+        for i in range(1000):
+            r = session.put(f"{server.url}/dav/{folder}/note-{i:04d}-with-a-longer-name.md", data=b"x\n",
+                            verify=cert, auth=("ada@example.com", "correct horse battery"), timeout=10)
+            assert r.status_code == 201, r.text
+    context = ssl_module.create_default_context(cafile=cert)
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect(("127.0.0.1", port))
+    tls = context.wrap_socket(raw, server_hostname="localhost")
+    tls.settimeout(10)
+    tls.sendall((f"PROPFIND /dav/{folder}/ HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nDepth: 1\r\n"
+                 "Content-Length: 0\r\n\r\n").encode())
+    time.sleep(1.0)   # the answer waits with the front while this client reads nothing
+    got = b""
+    while b"\r\n\r\n" not in got or not _complete(got):
+        chunk = tls.recv(4096)
+        assert chunk, f"the connection closed after {len(got)} bytes"
+        got += chunk
+    tls.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 207") and len(body) > 300_000, len(body)
+    assert body.count(b"<D:response>") == 1001 and body.rstrip().endswith(b"</D:multistatus>")
+
+
+def test_tls_sends_retry_a_record_the_socket_refused_with_the_same_bytes(tmp_path) -> None:
+    """door.send_some, as the worker and the front use it over TLS with a client that reads
+    slowly: 2 MB arrive whole and in order. An SSL_write that meets a full socket may have taken
+    part of its buffer without saying so; the front once retried with its 256 KB block, fewer
+    bytes than that first write, which OpenSSL refuses (bad length): the answer was cut off."""
+    import select
+    import ssl as ssl_module
+    import subprocess
+
+    from gateway.door import send_some
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    server_ctx = ssl_module.SSLContext(ssl_module.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(str(cert), str(key))
+    client_ctx = ssl_module.SSLContext(ssl_module.PROTOCOL_TLS_CLIENT)
+    client_ctx.check_hostname, client_ctx.verify_mode = False, ssl_module.CERT_NONE
+    listener = socket.create_server(("127.0.0.1", 0))
+    data = os.urandom(2 * 1024 * 1024)
+    received = bytearray()
+
+    def client() -> None:
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        raw.connect(listener.getsockname())
+        with client_ctx.wrap_socket(raw) as c:
+            time.sleep(0.5)
+            while len(received) < len(data):
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                received.extend(chunk)
+
+    reader = threading.Thread(target=client)
+    reader.start()
+    conn, _ = listener.accept()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 131072)
+    tls = server_ctx.wrap_socket(conn, server_side=True)
+    tls.setblocking(False)
+    pending = bytearray(data[send_some(tls, data):])     # the worker's first try, as one write
+    while pending:
+        select.select([], [tls], [], 5)
+        sent = send_some(tls, pending, 256 * 1024)        # the front's block
+        del pending[:sent]
+    reader.join(10)
+    tls.close()
+    listener.close()
+    assert len(received) == len(data) and bytes(received) == data
+

@@ -388,3 +388,33 @@ def test_find_bindir_default_and_explicit(bindir: Path, monkeypatch: pytest.Monk
     assert (default / "initdb").is_file() and (default / "postgres").is_file()
     if _wheel_bindir() is not None:
         assert default == _wheel_bindir()
+
+
+def test_revive_keeps_trying_after_a_start_that_failed(tmp_path, monkeypatch) -> None:
+    """The embedded server exited and the first start after it failed (the socket still held by
+    a dying backend, say): the next revive() tries again, rather than taking the server as
+    stopped for good; after stop() nothing is revived."""
+    import subprocess as sp
+
+    from gateway.postgres import EmbeddedPostgres, PostgresError
+    pg = EmbeddedPostgres(tmp_path / "data")
+    exited = sp.Popen(["true"])
+    exited.wait()
+    pg._proc, pg._wanted = exited, True
+    attempts = []
+
+    def start(timeout: float = 60.0) -> str:
+        attempts.append(timeout)
+        if len(attempts) == 1:
+            raise PostgresError("the socket is still in use")
+        pg._proc = sp.Popen(["sleep", "30"])
+        return "postgresql://postgres@/postgres"
+    monkeypatch.setattr(pg, "start", start)
+    with pytest.raises(PostgresError):
+        pg.revive()
+    assert pg.revive() is True and len(attempts) == 2
+    assert pg.revive() is False   # running: nothing to do
+    pg._proc.kill()
+    pg._proc.wait()
+    pg.stop()
+    assert pg.revive() is False and len(attempts) == 2

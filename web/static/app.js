@@ -140,9 +140,11 @@
   let pressing = false;
   let waiting = [];
   document.addEventListener("pointerdown", () => { pressing = true; }, true);
-  document.addEventListener("pointerup", () => {
+  const released = () => {
     setTimeout(() => { pressing = false; const due = waiting; waiting = []; due.forEach((fn) => fn()); }, 0);
-  }, true);
+  };
+  document.addEventListener("pointerup", released, true);
+  document.addEventListener("pointercancel", released, true);  // a touch that became a scroll
   document.addEventListener("focusout", (ev) => {
     const control = ev.target.closest && ev.target.closest(".record-form .control");
     if (!control || !ev.target.name) return;
@@ -164,8 +166,11 @@
   if (firstInvalid) firstInvalid.focus();
 
   // A run's page opened at a step (Open step: #call-<id>): every change of that tool call is marked.
-  const step = window.location.hash.startsWith("#call-") &&
-    document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+  let step = null;
+  try {
+    step = window.location.hash.startsWith("#call-") &&
+      document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+  } catch (err) { /* a fragment that is not valid percent-encoding: no step to mark */ }
   if (step && step.dataset.call) {
     document.querySelectorAll("table.steps tr[data-call]").forEach((tr) => {
       if (tr.dataset.call === step.dataset.call) tr.classList.add("step");
@@ -198,12 +203,23 @@
   const put = (key, value) => { try { storage.setItem(key, JSON.stringify(value)); } catch (err) { /* full */ } };
   const read = (key) => { try { return JSON.parse(storage.getItem(key) || "null"); } catch (err) { return null; } };
 
+  // A save went through (?done=): drop the draft of the form that sent it, and only that one
+  // (another form's draft, refused earlier in this tab, still waits to be restored).
+  const SENT = "hostfinder-draft-sent";
   if (storage && new URLSearchParams(window.location.search).has("done")) {
-    for (let i = storage.length - 1; i >= 0; i--) {
-      const key = storage.key(i);
-      if (key && key.startsWith(DRAFT) && (read(key) || {}).sent) storage.removeItem(key);
-    }
+    const sent = storage.getItem(SENT);
+    if (sent) { storage.removeItem(sent); storage.removeItem(SENT); }
   }
+  // Logging out ends this tab's drafts: the next person to log in here is not offered them.
+  document.addEventListener("submit", (ev) => {
+    const action = ev.target.getAttribute && (ev.target.getAttribute("action") || "");
+    if (storage && action.endsWith("/logout")) {
+      for (let i = storage.length - 1; i >= 0; i--) {
+        const key = storage.key(i);
+        if (key && (key.startsWith(DRAFT) || key === SENT)) storage.removeItem(key);
+      }
+    }
+  });
   document.querySelectorAll("form[data-draft]").forEach((form) => {
     if (!storage) return;
     const key = DRAFT + window.location.pathname + "#" + (form.id || form.getAttribute("action"));
@@ -240,7 +256,9 @@
     form.addEventListener("input", keep);
     form.addEventListener("change", keep);
     form.addEventListener("submit", () => {
-      if (!offering) put(key, { at: Date.now(), values: snapshot(form), sent: true });
+      if (offering) return;
+      put(key, { at: Date.now(), values: snapshot(form), sent: true });
+      try { storage.setItem(SENT, key); } catch (err) { /* full */ }
     });
   });
 
