@@ -52,6 +52,18 @@ def _complete(answer: bytes) -> bool:
     return False
 
 
+def first_answers(sockets: list[socket.socket], wait: float) -> list[bytes]:
+    """What each socket has been answered so far (b"" when nothing came within ``wait``)."""
+    answers = []
+    for s in sockets:
+        s.settimeout(wait)
+        try:
+            answers.append(s.recv(4096))
+        except socket.timeout:
+            answers.append(b"")
+    return answers
+
+
 def status_of(answer: bytes) -> int:
     return int(answer.split(b" ", 2)[1])
 
@@ -60,15 +72,25 @@ def status_of(answer: bytes) -> int:
 def quick_server(db) -> Iterator[RunningServer]:
     """The gateway with short door deadlines (1 s for headers, 2 s of body silence) so that a test
     sees them act in seconds, and a 512 KB budget for unfinished requests."""
+    with door_server(db, header_timeout=1.0, body_timeout=2.0, buffer_budget=512 * 1024) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def door_server(db, **door: float) -> Iterator[RunningServer]:
+    """A 4-thread gateway in a thread with these door settings (DoorServer attributes)."""
     gateway = Gateway(db)
     port = free_port()
     srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.header_timeout, srv.body_timeout, srv.buffer_budget = 1.0, 2.0, 512 * 1024
+    for name, value in door.items():
+        setattr(srv, name, value)
     srv.prepare()
     threading.Thread(target=srv.serve, daemon=True).start()
-    yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
-    srv.stop()
-    gateway.close()
+    try:
+        yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
+    finally:
+        srv.stop()
+        gateway.close()
 
 
 # -- slow and idle clients ---------------------------------------------------------------------
@@ -136,19 +158,14 @@ def test_a_body_that_stops_arriving_gets_408_and_nothing_is_stored(quick_server,
 def test_unfinished_bodies_past_the_memory_budget_are_refused_with_503(quick_server, boot) -> None:
     head = (f"PUT /dav/org/{boot['org_id']}/budget.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
             f"Content-Length: 200000\r\n\r\n").encode()
-    held, answers = [], []
+    held: list[socket.socket] = []
     try:
         for _ in range(6):       # 6 x 120 KB held, over the 512 KB budget the fixture sets
             s = socket.create_connection(address(quick_server), timeout=5)
             s.sendall(head + b"x" * 120_000)
             held.append(s)
         time.sleep(0.5)
-        for s in held:
-            s.settimeout(0.5)
-            try:
-                answers.append(s.recv(4096))
-            except socket.timeout:
-                answers.append(b"")
+        answers = first_answers(held, 0.5)
     finally:
         for s in held:
             s.close()
@@ -162,15 +179,8 @@ def test_unfinished_bodies_past_the_memory_budget_are_refused_with_503(quick_ser
 def patient_server(db) -> Iterator[RunningServer]:
     """quick_server's 512 KB budget with the default 30 s of body silence: a stalled body stays
     unless something needs its room."""
-    gateway = Gateway(db)
-    port = free_port()
-    srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.buffer_budget = 512 * 1024
-    srv.prepare()
-    threading.Thread(target=srv.serve, daemon=True).start()
-    yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
-    srv.stop()
-    gateway.close()
+    with door_server(db, buffer_budget=512 * 1024) as running:
+        yield running
 
 
 def test_bodies_that_stalled_make_room_for_an_upload_that_is_arriving(patient_server, boot) -> None:
@@ -190,13 +200,7 @@ def test_bodies_that_stalled_make_room_for_an_upload_that_is_arriving(patient_se
         r = requests.put(f"{patient_server.url}/dav/org/{boot['org_id']}/arriving.md", data=body,
                          auth=(boot["email"], boot["password"]), timeout=10)
         assert r.status_code == 201, r.text
-        answers = []
-        for s in held:
-            s.settimeout(1)
-            try:
-                answers.append(s.recv(4096))
-            except socket.timeout:
-                answers.append(b"")
+        answers = first_answers(held, 1.0)
         assert any(a.startswith(b"HTTP/1.1 408") for a in answers), answers
     finally:
         for s in held:
