@@ -390,31 +390,35 @@ def test_find_bindir_default_and_explicit(bindir: Path, monkeypatch: pytest.Monk
         assert default == _wheel_bindir()
 
 
-def test_revive_keeps_trying_after_a_start_that_failed(tmp_path, monkeypatch) -> None:
-    """The embedded server exited and the first start after it failed (the socket still held by
-    a dying backend, say): the next revive() tries again, rather than taking the server as
-    stopped for good; after stop() nothing is revived."""
-    import subprocess as sp
-
-    from gateway.postgres import EmbeddedPostgres, PostgresError
-    pg = EmbeddedPostgres(tmp_path / "data")
-    exited = sp.Popen(["true"])
-    exited.wait()
-    pg._proc, pg._wanted = exited, True
-    attempts = []
-
-    def start(timeout: float = 60.0) -> str:
-        attempts.append(timeout)
-        if len(attempts) == 1:
-            raise PostgresError("the socket is still in use")
-        pg._proc = sp.Popen(["sleep", "30"])
-        return "postgresql://postgres@/postgres"
-    monkeypatch.setattr(pg, "start", start)
-    with pytest.raises(PostgresError):
-        pg.revive()
-    assert pg.revive() is True and len(attempts) == 2
-    assert pg.revive() is False   # running: nothing to do
-    pg._proc.kill()
-    pg._proc.wait()
-    pg.stop()
-    assert pg.revive() is False and len(attempts) == 2
+def test_revive_keeps_trying_after_a_start_that_failed() -> None:
+    """The embedded server is killed, and the first start after it fails (here its binary is
+    briefly missing): the next revive() tries again and brings it back on the same socket, rather
+    than taking the server as stopped for good. After stop() nothing is revived."""
+    from tests.conftest import _test_bindir
+    real = Path(_test_bindir() or find_bindir())
+    tmp_path = Path(tempfile.mkdtemp(prefix="hostfinder-revive-"))   # under /tmp: the server user reaches it
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in real.iterdir():
+        (bindir / tool.name).symlink_to(tool)
+    tmp_path.chmod(0o755)   # as root the server runs as another user, who must reach the data
+    pg = EmbeddedPostgres(tmp_path / "data", bindir=bindir, settings={"fsync": "off"})
+    conninfo = pg.start()
+    try:
+        os.kill(int((pg.pgdata / "postmaster.pid").read_text().split()[0]), signal.SIGKILL)
+        (bindir / "postgres").unlink()
+        deadline = time.monotonic() + 10
+        while pg._proc is not None and pg._proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(PostgresError):
+            pg.revive(timeout=10)
+        (bindir / "postgres").symlink_to(real / "postgres")
+        assert pg.revive(timeout=30) is True
+        assert pg.conninfo == conninfo
+        with psycopg.connect(conninfo) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert pg.revive() is False   # running: nothing to do
+    finally:
+        pg.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    assert pg.revive() is False
