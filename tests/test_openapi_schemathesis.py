@@ -25,7 +25,9 @@ ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429"]
 # the request out): what is stored decides, or a rule JSON Schema has no words for.
 STORED_RULES = {
     "POST /api/collections/{collection_id}/records": (["422"], "a record must use the collection's columns and types"),
-    "PATCH /api/collections/{collection_id}/records/{record_id}": (["422"], "a patch must use the collection's columns"),
+    "PATCH /api/collections/{collection_id}/records/{record_id}": (["412", "422"], "a patch must use the collection's "
+                                                                   "columns; If-Match names a version the record may "
+                                                                   "no longer be at"),
     "GET /api/collections/{collection_id}/records": (["422"], "where and order name the collection's columns"),
     "POST /api/agents/{agent_id}/tools/{tool}": (["422"], "each tool takes its own arguments"),
     "PUT /api/agents/{agent_id}/task": (["412"], "If-Match names a version the task may no longer be at"),
