@@ -124,6 +124,7 @@ def test_paging_shows_the_total(browser: Browser, boot, leads, operator, server,
     # A page past the last (an old bookmark, a table that shrank) says so, and leads to the last.
     browser.open(f"/databases/{leads['id']}?page=9")
     assert "Page 9 is past the last page (3)." in browser.text() and "No records yet" not in browser.text()
+    browser.shot("past-the-last-page")
     browser.follow("Go to page 3")
     assert len(browser.finds("tbody tr")) == 20
 

@@ -319,6 +319,7 @@ def test_deleting_or_moving_an_embedded_note_is_refused_with_links(browser: Brow
     assert f"org/{org}/agents/{agent}/task.md" in browser.find(".note-meta").text
     follow(browser, browser.link("Delete…"))
     assert "so it cannot be deleted" in browser.text()
+    browser.shot("delete-page-of-an-embedded-note")
     assert not [b for b in browser.finds("button") if b.text == "Delete plan.md"]
     # Moving is refused the same way, on the note's page.
     browser.open(f"/notes/{path}")
