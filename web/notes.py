@@ -256,6 +256,22 @@ def create_note() -> ResponseReturnValue:
 
 # --- a note -----------------------------------------------------------------------------------------
 
+def page_of(display_path: str) -> str | None:
+    """The web app's page for a note, a task, a memory or a script, or None (a table or record is
+    found by its name, which a caller with a connection looks up)."""
+    try:
+        target = parse(display_path)
+    except StoreError:
+        return None
+    if target.family == "note":
+        return note_url(display_path)
+    if target.family in ("task", "memory"):
+        return url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"
+    if target.family == "script":
+        return url_for("agents.script", agent_id=target.owner_id, name=target.name)
+    return None
+
+
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     """The paths a text embeds, each with a link to its page when it is a note, a task, a memory
     or a table of this organisation."""
@@ -268,15 +284,13 @@ def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
         except StoreError:
             target = None
         if target is not None and target.org_id == org_id:
-            if target.family == "note":
-                entry["url"] = note_url(path)
-            elif target.family in ("task", "memory"):
-                entry["url"] = url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"
-            elif target.family == "collection":
+            if target.family == "collection":
                 if tables is None:
                     tables = {c["name"]: c["id"] for c in colls.list_collections(conn, principal(), org_id)}
                 if target.name in tables:
                     entry["url"] = url_for("databases.table", collection_id=tables[target.name])
+            else:
+                entry["url"] = page_of(path)
         out.append(entry)
     return out
 
