@@ -487,6 +487,8 @@ def test_open_step_opens_the_run_at_that_tool_call(browser: Browser, boot, serve
                         headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": call}))
     login(browser, boot)
     browser.open(f"/notes/org/{org}/daily.md")
+    browser.driver.execute_script("document.getElementById('provenance').scrollIntoView()")
+    browser.shot("strip-with-open-step")
     follow(browser, browser.find("#provenance .latest a.open-step"))
     assert browser.path == f"/runs/{run['id']}#call-toolu_2"
     assert f"Run {run['id']}" in browser.find("h1").text and "chat" in browser.find("h1").text
