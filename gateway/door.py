@@ -60,29 +60,26 @@ _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiti
 SPILL_BYTES = 16 * 1024 * 1024
 _SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
 STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, this long per stall
-_BUSY_BODY = (b"the server is holding too many unfinished requests in memory just now; "
-              b"send the request again in a few seconds\n")
-_BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                b"Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
 _TRAILER_BYTES = 8 * 1024  # trailer fields after the last chunk (RFC 9112 7.1.2); none are used
 _HEX = frozenset(b"0123456789abcdefABCDEF")
-_CHUNK_BODY = (b"the chunked body is malformed: each chunk starts with its size in hexadecimal digits "
-               b"(no sign, no 0x) and a CRLF, and trailers end within 8 KB; send valid chunked encoding "
-               b"or a Content-Length\n")
-_CHUNK_ANSWER = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                 b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_CHUNK_BODY), _CHUNK_BODY))
-def _answer(status: bytes, sentence: bytes) -> bytes:
+
+
+def _answer(status: bytes, sentence: bytes, *, headers: bytes = b"") -> bytes:
     """A whole plain-text answer the front sends itself before closing the connection."""
-    return (b"HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
-            b"Content-Length: %d\r\n\r\n%s" % (status, len(sentence), sentence))
+    return (b"HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\n%sConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (status, headers, len(sentence), sentence))
 
 
+_BUSY_ANSWER = _answer(b"503 Service Unavailable", b"the server is holding too many unfinished requests in memory "
+                       b"just now; send the request again in a few seconds\n", headers=b"Retry-After: 5\r\n")
+_CHUNK_ANSWER = _answer(b"400 Bad Request", b"the chunked body is malformed: each chunk starts with its size in "
+                        b"hexadecimal digits (no sign, no 0x) and a CRLF, and trailers end within 8 KB; send valid "
+                        b"chunked encoding or a Content-Length\n")
 _CODING_ANSWER = _answer(b"501 Not Implemented", b"the only Transfer-Encoding this server reads is chunked; "
                          b"send the body as it is (with a Content-Length) or chunked\n")
 _LF_ANSWER = _answer(b"400 Bad Request", b"the request's lines end in a bare LF; HTTP lines end in CRLF\n")
-_TIMEOUT_BODY = b"the request did not arrive in time: headers within 10 s, a body never idle for 30 s\n"
-_TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                   b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY))
+_TIMEOUT_ANSWER = _answer(b"408 Request Timeout", b"the request did not arrive in time: headers within 10 s, "
+                          b"a body never idle for 30 s\n")
 
 
 class _Reader(StreamReader):

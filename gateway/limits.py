@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import io
 import re
-from xml.parsers import expat
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
+from xml.parsers import expat
 
 from cheroot.errors import MaxSizeExceeded
 

@@ -100,9 +100,11 @@ def _rejected(problems: list[str]) -> Invalid:
     return Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
 
 
+_SHORTEN = "shorten the longest text values or keep long documents in a note and store its display path here"
+
+
 def _size_problem(size: int) -> str:
-    return (f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES} ({MAX_BLOB_BYTES // 1024} KB): shorten the"
-            " longest text values or keep long documents in a note and store its display path here")
+    return f"indexed value text: {size} bytes; at most {MAX_BLOB_BYTES} ({MAX_BLOB_BYTES // 1024} KB): {_SHORTEN}"
 
 
 def _blob_problem(columns: Sequence[Column], content: dict[str, Any]) -> str | None:
@@ -115,8 +117,7 @@ def _check_blob(blob: str, name: str) -> None:
     size = len(blob.encode("utf-8"))
     if size > MAX_BLOB_BYTES:
         raise TooLarge(f"record rejected: its values come to {size} bytes of indexed text, over the"
-                       f" {MAX_BLOB_BYTES // 1024} KB a record of {name} may hold; shorten the longest text values"
-                       " or keep long documents in a note and store its display path here", [_size_problem(size)])
+                       f" {MAX_BLOB_BYTES // 1024} KB a record of {name} may hold; {_SHORTEN}", [_size_problem(size)])
 
 
 def _rejected_with_size(problems: list[str], columns: Sequence[Column], content: dict[str, Any]) -> Invalid:
