@@ -15,6 +15,13 @@ cap, framing cheroot will reject). A worker therefore never waits on a client's 
 the head within ``HEADER_TIMEOUT`` of when the front began waiting for it (an idle keep-alive
 connection is closed then too), and a body may make no progress for at most ``BODY_TIMEOUT``.
 
+One shortcut: a worker that has just answered looks once, for at most ``NEXT_REQUEST_MS``, for
+the same client's next request, and answers it too when it is already whole, there is no
+connection waiting for a worker and another worker is idle (``DoorConnection._next_request``).
+Keep-alive clients send their next request within a fraction of a millisecond, and the front's
+round (park, wake, read, queue, wake a worker) was about a fifth of a small request's time. What
+arrived of a request that is not whole goes to the front as a pipelined request would.
+
 Answers go the same way in the other direction: a worker sends what the socket takes at once and
 leaves the rest with the front (``_SpillWriter``), which sends it as the client reads and only then
 reads or answers the connection's next request. A client that never reads its answers costs
@@ -36,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import resource
+import select
 import selectors
 import socket
 import ssl
@@ -60,6 +68,12 @@ _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiti
 SPILL_BYTES = 16 * 1024 * 1024
 _SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
 STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, this long per stall
+# How long a worker that has just answered waits for the same client's next request before it
+# parks the connection with the front (DoorConnection.communicate). A client on a keep-alive
+# connection (an editor, davfs2, rclone, a file manager listing and reading) sends its next request
+# within a fraction of a millisecond of reading the answer; answering it in the same worker saves
+# the front's round (register, wake, read, queue, wake a worker): ~50 µs of a request's ~250 µs.
+NEXT_REQUEST_MS = 2
 _TRAILER_BYTES = 8 * 1024  # trailer fields after the last chunk (RFC 9112 7.1.2); none are used
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
@@ -306,6 +320,61 @@ class DoorConnection(cheroot_server.HTTPConnection):
     def manager(self) -> ParkingManager | None:
         manager = getattr(self.server, "_connections", None)
         return manager if isinstance(manager, ParkingManager) and not manager._stop_requested else None
+
+    def communicate(self) -> bool:
+        """cheroot's communicate, going on with the client's next request when it is already here
+        whole (``_next_request``); True when the connection stays open (the front parks it)."""
+        while True:
+            keep = super().communicate()
+            if not keep or not self._next_request():
+                return keep
+
+    def _next_request(self) -> bool:
+        """Whether this worker may answer the connection's next request at once: it is already
+        wholly here (pipelined, or arriving within ``NEXT_REQUEST_MS``), needs nothing from the
+        front (no refusal of its own, no 100 Continue) and no other connection is waiting for a
+        worker, nor would be (another worker is idle). What arrived of a request that is not
+        whole goes back to the reader, and the front takes it from there (``ParkingManager.put``):
+        a worker still never waits on a client's bytes beyond this one short look."""
+        manager, pool = self.manager, self.server.requests
+        if (manager is None or self.wfile.pending or isinstance(self.socket, ssl.SSLSocket)
+                or pool.qsize or not pool.idle):
+            return False
+        data = self.rfile.take_buffered()
+        if not data:
+            poller = select.poll()
+            poller.register(self.socket.fileno(), select.POLLIN)
+            if not poller.poll(NEXT_REQUEST_MS):
+                return False
+            data = self._receive()
+        state = _Parked(data)
+        if state.ready() and state.refusal is None and not state.send_continue:
+            self.rfile.unread(bytes(state.buf))
+            return True
+        self.rfile.unread(data)
+        return False
+
+    def _receive(self) -> bytes:
+        """What the client has sent so far, up to a request's largest size, without waiting."""
+        parts: list[bytes] = []
+        size, limit = 0, HEADER_BYTES + MAX_BODY + 65536
+        timeout = self.socket.gettimeout()
+        self.socket.setblocking(False)
+        try:
+            while size <= limit:
+                try:
+                    data = self.socket.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    break   # the front meets the same error and closes the connection
+                if not data:
+                    break   # the client closed: the front sees it too
+                parts.append(data)
+                size += len(data)
+        finally:
+            self.socket.settimeout(timeout)
+        return b"".join(parts)
 
     def close(self) -> None:
         """cheroot closes a connection when its answer is written; one whose answer is still

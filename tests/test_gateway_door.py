@@ -224,6 +224,90 @@ def test_keep_alive_and_pipelined_requests_still_work(server, boot) -> None:
         assert session.get(f"{server.url}/api/health", timeout=5).status_code == 200
 
 
+def _read_answers(s: socket.socket, count: int) -> bytes:
+    answer = b""
+    while answer.count(b"HTTP/1.1 ") < count or not _complete(answer.rsplit(b"HTTP/1.1 ", 1)[-1]):
+        chunk = s.recv(65536)
+        assert chunk, answer
+        answer += chunk
+    return answer
+
+
+def test_a_keep_alive_clients_next_request_is_answered_by_the_worker_that_answered_the_last() -> None:
+    """A worker that has answered looks briefly for the client's next request and answers it
+    itself (DoorConnection._next_request); through the front, each request would go to the next
+    of the idle workers in turn."""
+    threads: list[int] = []
+
+    def app(environ, start_response):
+        threads.append(threading.get_ident())
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+
+    port = free_port()
+    srv = make_server(app, "127.0.0.1", port, threads=4)
+    srv.prepare()
+    threading.Thread(target=srv.serve, daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            for _ in range(8):
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                _read_answers(s, 1)
+    finally:
+        srv.stop()
+    assert len(threads) == 8 and len(set(threads)) == 1, threads
+
+
+@pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
+def test_a_next_request_that_is_not_whole_goes_to_the_front_and_loses_nothing(
+        quick_server, boot, operator, pipelined: bool) -> None:
+    """The next request's head and half its body come with (or right after) the previous
+    request's answer, the rest a while later: the worker hands what it read to the front, which
+    waits for the rest without a worker; meanwhile other clients are answered, and the PUT
+    stores every byte."""
+    server = quick_server
+    note = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/halves.md"
+    body = b"# first half\n" + b"x" * 5000 + b"\n# second half\n"
+    first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    put = (f"PUT {note} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nContent-Length: {len(body)}\r\n\r\n"
+           ).encode() + body
+    cut = len(put) - 20
+    with socket.create_connection(address(server), timeout=10) as s:
+        if pipelined:
+            s.sendall(first + put[:cut])
+            _read_answers(s, 1)
+        else:
+            s.sendall(first)
+            _read_answers(s, 1)
+            s.sendall(put[:cut])
+        time.sleep(0.3)
+        for _ in range(6):   # more than the four workers: none is held by the half request
+            assert requests.get(f"{server.url}/api/health", timeout=2).status_code == 200
+        s.sendall(put[cut:])
+        assert status_of(_read_answers(s, 1)) == 201
+    assert operator.get(server.url + note).content == body
+
+
+@pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
+def test_a_next_request_the_front_refuses_gets_its_refusal_on_a_kept_connection(server, pipelined: bool) -> None:
+    """A malformed request after a good one on the same connection is still the front's to
+    refuse (400 with its sentence, then the connection closes), not cheroot's to misread."""
+    first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    bad = b"PUT /dav/x.md HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-6\r\nabc\r\n"
+    with socket.create_connection(address(server), timeout=10) as s:
+        if pipelined:
+            s.sendall(first + bad)
+            answer = _read_answers(s, 2)
+        else:
+            s.sendall(first)
+            answer = _read_answers(s, 1)
+            s.sendall(bad)
+            answer = _read_answers(s, 1)
+        last = b"HTTP/1.1 " + answer.rsplit(b"HTTP/1.1 ", 1)[-1]
+        assert status_of(last) == 400 and b"hexadecimal digits" in last, answer
+        assert s.recv(100) == b""   # closed after the refusal
+
+
 def test_clients_that_never_read_their_answers_hold_no_worker(quick_server, boot, operator) -> None:
     """Forty clients (ten times the four worker threads) each ask for a 200 KB note ten times in
     one packet and never read: the answers wait with the front, not in worker threads, so a
