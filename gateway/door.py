@@ -106,6 +106,21 @@ class _Reader(StreamReader):
             self._read_buf = bytes(data) + self._read_buf[self._read_pos:]
             self._read_pos = 0
 
+    def readline(self, size: int | None = -1) -> bytes:
+        """The next line, straight from the buffer when it is there (the front hands a worker
+        the whole request, so it always is): _pyio's readline goes through peek and read, a
+        dozen Python calls per line, and cheroot reads the request line and each header this way
+        (a tenth of a small request's time in the worker)."""
+        with self._read_lock:
+            buf, pos = self._read_buf, self._read_pos
+            stop = len(buf) if size is None or size < 0 else min(len(buf), pos + size)
+            end = buf.find(b"\n", pos, stop)
+            if end >= 0:
+                self._read_pos = end + 1
+                self.bytes_read += end + 1 - pos
+                return buf[pos:end + 1]
+        return super().readline(size)
+
     def take_buffered(self) -> bytes:
         with self._read_lock:
             data = self._read_buf[self._read_pos:]
