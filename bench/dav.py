@@ -5,8 +5,8 @@
 Measured the way a user runs it: `hostfinder serve --database-url URL --no-demo` in its own
 process with its default options (workers = cores, 16 threads each, no read cache), over a guild
 that already holds ``--notes`` notes of 1-4 KB. The reference is WsgiDAV's FilesystemProvider
-serving the same notes from disk, in a process of its own on the same cheroot settings (16
-threads, lock and property managers) with the same Basic login. ``--peer rclone`` adds
+serving the same notes from disk, in a process of its own, on cheroot as the `wsgidav` command
+runs it (50 threads; lock and property managers), with the same Basic login. ``--peer rclone`` adds
 `rclone serve webdav` over the same directory, same login. Each run measures every target in turn
 (interleaved), ``--runs`` times; each figure is printed as the cost ratio target / reference per
 run (below 1.0 = faster than the reference), then the range over the runs, and then the seconds
@@ -120,9 +120,12 @@ def _files_app(root: Path) -> Any:
 
 
 def serve_files(root: str, port: int) -> None:
-    """The reference server (run in its own process by this benchmark)."""
-    from gateway.server import make_server
-    server = make_server(_files_app(Path(root)), "127.0.0.1", port, threads=16)
+    """The reference server (run in its own process by this benchmark), served as the `wsgidav`
+    command serves it (wsgidav/server/server_cli.py, _run_cheroot): cheroot's own wsgi.Server
+    with 50 threads. Not Host Finder's door: how fast the gateway's HTTP layer is is part of
+    what a user compares."""
+    from cheroot import wsgi
+    server = wsgi.Server(("127.0.0.1", port), _files_app(Path(root)), numthreads=50)
     server.prepare()
     server.serve()
 
