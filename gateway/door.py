@@ -352,15 +352,16 @@ class DoorConnection(cheroot_server.HTTPConnection):
         whole goes back to the reader, and the front takes it from there (``ParkingManager.put``):
         a worker still never waits on a client's bytes beyond this one short look."""
         manager, pool = self.manager, self.server.requests
-        if (manager is None or self.wfile.pending or isinstance(self.socket, ssl.SSLSocket)
-                or pool.qsize or not pool.idle):
+        if manager is None or self.wfile.pending or pool.qsize or not pool.idle:
             return False
         data = self.rfile.take_buffered()
-        if not data:
+        # Over TLS, bytes already decrypted wait in the SSL object, not on the socket.
+        if not data and not (isinstance(self.socket, ssl.SSLSocket) and self.socket.pending()):
             poller = select.poll()
             poller.register(self.socket.fileno(), select.POLLIN)
             if not poller.poll(NEXT_REQUEST_MS):
                 return False
+        if not data:
             data = self._receive()
         state = _Parked(data)
         if state.ready() and state.refusal is None and not state.send_continue:
@@ -379,9 +380,9 @@ class DoorConnection(cheroot_server.HTTPConnection):
             while size <= limit:
                 try:
                     data = self.socket.recv(65536)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
+                except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    break   # (a TLS record not yet whole, or one the socket must first send)
+                except (OSError, ssl.SSLError):
                     break   # the front meets the same error and closes the connection
                 if not data:
                     break   # the client closed: the front sees it too

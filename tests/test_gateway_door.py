@@ -7,6 +7,7 @@ import contextlib
 import re
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -233,7 +234,9 @@ def _read_answers(s: socket.socket, count: int) -> bytes:
     return answer
 
 
-def test_a_keep_alive_clients_next_request_is_answered_by_the_worker_that_answered_the_last() -> None:
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_keep_alive_clients_next_request_is_answered_by_the_worker_that_answered_the_last(
+        tmp_path, tls: bool) -> None:
     """A worker that has answered looks briefly for the client's next request and answers it
     itself (DoorConnection._next_request); through the front, each request would go to the next
     of the idle workers in turn."""
@@ -244,18 +247,30 @@ def test_a_keep_alive_clients_next_request_is_answered_by_the_worker_that_answer
         start_response("200 OK", [("Content-Length", "2")])
         return [b"ok"]
 
+    cert = _self_signed(tmp_path) if tls else None
     port = free_port()
-    srv = make_server(app, "127.0.0.1", port, threads=4)
+    srv = make_server(app, "127.0.0.1", port, threads=4, tls_cert=cert and cert[0], tls_key=cert and cert[1])
     srv.prepare()
     threading.Thread(target=srv.serve, daemon=True).start()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            s = ssl.create_default_context(cafile=cert[0]).wrap_socket(raw, server_hostname="localhost") if cert else raw
             for _ in range(8):
                 s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
                 _read_answers(s, 1)
     finally:
         srv.stop()
     assert len(threads) == 8 and len(set(threads)) == 1, threads
+
+
+def _self_signed(folder) -> tuple[str, str]:
+    """(certificate, key) files for localhost."""
+    import subprocess
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+    return str(cert), str(key)
 
 
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
@@ -664,19 +679,36 @@ def test_no_part_of_a_token_is_logged(server, boot, service, caplog) -> None:
 
 @pytest.fixture
 def tls_server(db, tmp_path) -> Iterator[tuple[RunningServer, str]]:
-    import subprocess
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
-                   check=True, capture_output=True)
+    cert, key = _self_signed(tmp_path)
     gateway = Gateway(db)
     port = free_port()
-    srv = make_server(gateway, "127.0.0.1", port, threads=4, tls_cert=str(cert), tls_key=str(key))
+    srv = make_server(gateway, "127.0.0.1", port, threads=4, tls_cert=cert, tls_key=key)
     srv.prepare()
     threading.Thread(target=srv.serve, daemon=True).start()
-    yield RunningServer(f"https://localhost:{port}", db, gateway), str(cert)
+    yield RunningServer(f"https://localhost:{port}", db, gateway), cert
     srv.stop()
     gateway.close()
+
+
+def test_over_tls_a_next_request_that_is_not_whole_loses_nothing(tls_server, boot) -> None:
+    """As over plain HTTP: the half of the next request a worker read after its answer (here
+    decrypted by it) goes to the front, and the request is answered once the rest arrives."""
+    server, cert = tls_server
+    note = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/tls-halves.md"
+    body = b"# over TLS\n" + b"y" * 3000 + b"\n"
+    first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    put = (f"PUT {note} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nContent-Length: {len(body)}\r\n\r\n"
+           ).encode() + body
+    raw = socket.create_connection(("127.0.0.1", urlparse(server.url).port), timeout=10)
+    with ssl.create_default_context(cafile=cert).wrap_socket(raw, server_hostname="localhost") as s:
+        s.sendall(first)
+        _read_answers(s, 1)
+        s.sendall(put[:-10])
+        time.sleep(0.3)
+        s.sendall(put[-10:])
+        assert status_of(_read_answers(s, 1)) == 201
+    got = requests.get(server.url + note, auth=("ada@example.com", "correct horse battery"), verify=cert, timeout=10)
+    assert got.content == body
 
 
 def test_idle_and_half_handshaken_tls_clients_do_not_stop_https(tls_server, boot) -> None:
@@ -744,14 +776,11 @@ def test_tls_sends_retry_a_record_the_socket_refused_with_the_same_bytes(tmp_pat
     bytes than that first write, which OpenSSL refuses (bad length): the answer was cut off."""
     import select
     import ssl as ssl_module
-    import subprocess
 
     from gateway.door import send_some
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    cert, key = _self_signed(tmp_path)
     server_ctx = ssl_module.SSLContext(ssl_module.PROTOCOL_TLS_SERVER)
-    server_ctx.load_cert_chain(str(cert), str(key))
+    server_ctx.load_cert_chain(cert, key)
     client_ctx = ssl_module.SSLContext(ssl_module.PROTOCOL_TLS_CLIENT)
     client_ctx.check_hostname, client_ctx.verify_mode = False, ssl_module.CERT_NONE
     listener = socket.create_server(("127.0.0.1", 0))
