@@ -74,6 +74,7 @@ STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, 
 # within a fraction of a millisecond of reading the answer; answering it in the same worker saves
 # the front's round (register, wake, read, queue, wake a worker): ~50 µs of a request's ~250 µs.
 NEXT_REQUEST_MS = 2
+_LOOK_BYTES = 64 * 1024   # what that look reads at most: a note's save fits; larger bodies go to the front
 _TRAILER_BYTES = 8 * 1024  # trailer fields after the last chunk (RFC 9112 7.1.2); none are used
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
@@ -354,6 +355,10 @@ class DoorConnection(cheroot_server.HTTPConnection):
         manager, pool = self.manager, self.server.requests
         if manager is None or self.wfile.pending or pool.qsize or not pool.idle:
             return False
+        # What the look may read counts against the front's budget for unfinished requests.
+        room = min(_LOOK_BYTES, self.server.buffer_budget - manager._buffered)
+        if room <= 0:
+            return False
         data = self.rfile.take_buffered()
         # Over TLS, bytes already decrypted wait in the SSL object, not on the socket.
         if not data and not (isinstance(self.socket, ssl.SSLSocket) and self.socket.pending()):
@@ -362,7 +367,7 @@ class DoorConnection(cheroot_server.HTTPConnection):
             if not poller.poll(NEXT_REQUEST_MS):
                 return False
         if not data:
-            data = self._receive()
+            data = self._receive(room)
         state = _Parked(data)
         if state.ready() and state.refusal is None and not state.send_continue:
             self.rfile.unread(bytes(state.buf))
@@ -370,16 +375,16 @@ class DoorConnection(cheroot_server.HTTPConnection):
         self.rfile.unread(data)
         return False
 
-    def _receive(self) -> bytes:
-        """What the client has sent so far, up to a request's largest size, without waiting."""
+    def _receive(self, limit: int) -> bytes:
+        """What the client has sent so far, at most about ``limit`` bytes, without waiting."""
         parts: list[bytes] = []
-        size, limit = 0, HEADER_BYTES + MAX_BODY + 65536
+        size = 0
         timeout = self.socket.gettimeout()
         self.socket.setblocking(False)
         try:
-            while size <= limit:
+            while size < limit:
                 try:
-                    data = self.socket.recv(65536)
+                    data = self.socket.recv(limit - size)
                 except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                     break   # (a TLS record not yet whole, or one the socket must first send)
                 except (OSError, ssl.SSLError):
@@ -492,7 +497,8 @@ class _Parked:
         if len(lengths) != 1:
             return True                               # no body, or two lengths (cheroot's 400)
         text = lengths.pop()
-        if not (text.isdigit() and int(text) <= self.cap):
+        # (At most 18 digits before int(): past 4 300 it raises, and nothing sends more than a cap.)
+        if not (text.isdigit() and len(text) <= 18 and int(text) <= self.cap):
             if expect:
                 self._strip_expect()   # refused unread: no "100 Continue" invites the body first
             return True                               # over the cap or not a number: refused unread
@@ -810,7 +816,18 @@ class ParkingManager(connections.ConnectionManager):
     def put(self, conn: DoorConnection) -> None:
         """A worker answered a request and the connection stays open: park it again. Bytes the
         worker's reader already holds (a pipelined request) come back to the front first, and
-        are answered only once the client has taken this answer (no worker waits on it)."""
+        are answered only once the client has taken this answer (no worker waits on it).
+        cheroot calls this in its worker loop's ``finally``, where an exception stops the whole
+        server (threadpool.py says so): a surprise here closes this connection only."""
+        try:
+            self._put(conn)
+        except Exception:
+            log.exception("closing a connection after an unexpected error between its requests")
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.unregister(conn.socket.fileno())
+            self._drop(conn)
+
+    def _put(self, conn: DoorConnection) -> None:
         conn.last_used = time.time()
         state = conn.parked = _Parked(conn.rfile.take_buffered())
         self._account(len(state.buf))
@@ -829,6 +846,11 @@ class ParkingManager(connections.ConnectionManager):
             else:
                 self._hand_off(conn)
             return
+        if state.send_continue:
+            # A head asking for 100 Continue came with the previous request or just after its
+            # answer (a worker read it): the client waits for the 100 before sending its body.
+            state.send_continue = False
+            _send_quietly(conn.socket, b"HTTP/1.1 100 Continue\r\n\r\n")
         if isinstance(conn.socket, ssl.SSLSocket) and conn.socket.pending():
             outcome = self._pump(conn, state)
             if outcome == "closed":

@@ -17,6 +17,8 @@ import pytest
 import requests
 
 from tests.conftest import RunningServer, free_port
+from gateway import door
+from gateway.door import DoorServer
 from gateway.server import Gateway, make_server
 
 AUTH = "Basic " + base64.b64encode(b"ada@example.com:correct horse battery").decode()
@@ -234,33 +236,58 @@ def _read_answers(s: socket.socket, count: int) -> bytes:
     return answer
 
 
-@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
-def test_a_keep_alive_clients_next_request_is_answered_by_the_worker_that_answered_the_last(
-        tmp_path, tls: bool) -> None:
-    """A worker that has answered looks briefly for the client's next request and answers it
-    itself (DoorConnection._next_request); through the front, each request would go to the next
-    of the idle workers in turn."""
-    threads: list[int] = []
+@pytest.fixture
+def long_look(monkeypatch) -> None:
+    """A worker that has answered looks up to a second (not 2 ms) for the client's next request,
+    so that a test's next request, sent right after the answer on a loaded machine, surely meets
+    that look (DoorConnection._next_request) rather than the front."""
+    monkeypatch.setattr(door, "NEXT_REQUEST_MS", 1000)
 
+
+def _small_app(threads: list[int]):
     def app(environ, start_response):
         threads.append(threading.get_ident())
-        start_response("200 OK", [("Content-Length", "2")])
-        return [b"ok"]
+        if environ["PATH_INFO"] == "/slow":
+            time.sleep(0.3)
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        start_response("200 OK", [("Content-Length", str(2 + len(body)))])
+        return [b"ok" + body]
+    return app
 
-    cert = _self_signed(tmp_path) if tls else None
+
+@contextlib.contextmanager
+def small_server(tmp_path=None, **door_settings: float) -> Iterator[tuple[int, DoorServer, str | None]]:
+    """A 4-thread door over _small_app (an answer "ok" + the body, 0.3 s late for /slow), over
+    TLS when ``tmp_path`` is given: (port, server, certificate file or None). The threads
+    answering go to .answered."""
+    cert = _self_signed(tmp_path) if tmp_path is not None else None
     port = free_port()
-    srv = make_server(app, "127.0.0.1", port, threads=4, tls_cert=cert and cert[0], tls_key=cert and cert[1])
+    answered: list[int] = []
+    srv = make_server(_small_app(answered), "127.0.0.1", port, threads=4,
+                      tls_cert=cert and cert[0], tls_key=cert and cert[1])
+    srv.answered = answered
+    for name, value in door_settings.items():
+        setattr(srv, name, value)
     srv.prepare()
     threading.Thread(target=srv.serve, daemon=True).start()
     try:
+        yield port, srv, cert and cert[0]
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_keep_alive_clients_next_request_is_answered_by_the_worker_that_answered_the_last(
+        tmp_path, long_look, tls: bool) -> None:
+    """A worker that has answered looks for the client's next request and answers it itself;
+    through the front, each request would go to the next of the idle workers in turn."""
+    with small_server(tmp_path if tls else None) as (port, srv, cert):
         with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-            s = ssl.create_default_context(cafile=cert[0]).wrap_socket(raw, server_hostname="localhost") if cert else raw
+            s = ssl.create_default_context(cafile=cert).wrap_socket(raw, server_hostname="localhost") if cert else raw
             for _ in range(8):
                 s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
                 _read_answers(s, 1)
-    finally:
-        srv.stop()
-    assert len(threads) == 8 and len(set(threads)) == 1, threads
+    assert len(srv.answered) == 8 and len(set(srv.answered)) == 1, srv.answered
 
 
 def _self_signed(folder) -> tuple[str, str]:
@@ -274,37 +301,63 @@ def _self_signed(folder) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
-def test_a_next_request_that_is_not_whole_goes_to_the_front_and_loses_nothing(
-        quick_server, boot, operator, pipelined: bool) -> None:
-    """The next request's head and half its body come with (or right after) the previous
-    request's answer, the rest a while later: the worker hands what it read to the front, which
-    waits for the rest without a worker; meanwhile other clients are answered, and the PUT
+def test_next_requests_that_are_not_whole_hold_no_worker_and_lose_nothing(
+        db, boot, operator, long_look, pipelined: bool) -> None:
+    """On as many connections as there are workers, the next request's head and most of its body
+    come with (or right after) the previous answer, the rest a while later: each worker hands
+    what it read to the front, so other clients are still answered meanwhile, and every PUT
     stores every byte."""
-    server = quick_server
-    note = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/halves.md"
+    folder = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}"
     body = b"# first half\n" + b"x" * 5000 + b"\n# second half\n"
     first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
-    put = (f"PUT {note} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nContent-Length: {len(body)}\r\n\r\n"
-           ).encode() + body
-    cut = len(put) - 20
-    with socket.create_connection(address(server), timeout=10) as s:
-        if pipelined:
-            s.sendall(first + put[:cut])
+    with door_server(db) as server:   # four workers
+        halves = []
+        try:
+            for i in range(4):
+                put = (f"PUT {folder}/halves-{i}.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+                s = socket.create_connection(address(server), timeout=10)
+                halves.append((s, put))
+                if pipelined:
+                    s.sendall(first + put[:-20])
+                    _read_answers(s, 1)
+                else:
+                    s.sendall(first)
+                    _read_answers(s, 1)
+                    s.sendall(put[:-20])
+            time.sleep(0.3)
+            for _ in range(6):
+                assert requests.get(f"{server.url}/api/health", timeout=3).status_code == 200
+            for s, put in halves:
+                s.sendall(put[-20:])
+                assert status_of(_read_answers(s, 1)) == 201
+        finally:
+            for s, _ in halves:
+                s.close()
+        for i in range(4):
+            assert operator.get(f"{server.url}{folder}/halves-{i}.md").content == body
+
+
+def test_over_tls_a_next_request_that_is_not_whole_loses_nothing(tmp_path, long_look) -> None:
+    """As over plain HTTP: the half of the next request a worker read (and decrypted) after its
+    answer goes to the front, and the request is answered once the rest arrives."""
+    body = b"# over TLS\n" + b"y" * 3000 + b"\n"
+    put = f"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    with small_server(tmp_path) as (port, srv, cert):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with ssl.create_default_context(cafile=cert).wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             _read_answers(s, 1)
-        else:
-            s.sendall(first)
-            _read_answers(s, 1)
-            s.sendall(put[:cut])
-        time.sleep(0.3)
-        for _ in range(6):   # more than the four workers: none is held by the half request
-            assert requests.get(f"{server.url}/api/health", timeout=2).status_code == 200
-        s.sendall(put[cut:])
-        assert status_of(_read_answers(s, 1)) == 201
-    assert operator.get(server.url + note).content == body
+            s.sendall(put[:-10])
+            time.sleep(0.3)
+            s.sendall(put[-10:])
+            answer = _read_answers(s, 1)
+    assert status_of(answer) == 200 and answer.endswith(b"\r\n\r\nok" + body)
 
 
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
-def test_a_next_request_the_front_refuses_gets_its_refusal_on_a_kept_connection(server, pipelined: bool) -> None:
+def test_a_next_request_the_front_refuses_gets_its_refusal_on_a_kept_connection(
+        server, long_look, pipelined: bool) -> None:
     """A malformed request after a good one on the same connection is still the front's to
     refuse (400 with its sentence, then the connection closes), not cheroot's to misread."""
     first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -321,6 +374,80 @@ def test_a_next_request_the_front_refuses_gets_its_refusal_on_a_kept_connection(
         last = b"HTTP/1.1 " + answer.rsplit(b"HTTP/1.1 ", 1)[-1]
         assert status_of(last) == 400 and b"hexadecimal digits" in last, answer
         assert s.recv(100) == b""   # closed after the refusal
+
+
+@pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
+def test_expect_100_continue_on_a_kept_connection_gets_its_continue(long_look, pipelined: bool) -> None:
+    """A client that sends a head with Expect: 100-continue after an earlier request on the same
+    connection, and waits for the 100 before its body (as curl and .NET do), gets it at once."""
+    head = b"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+    with small_server() as (port, srv, _):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            if pipelined:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + head)
+            else:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                _read_answers(s, 1)
+                s.sendall(head)
+            got = b""
+            while b"100 Continue\r\n\r\n" not in got:
+                chunk = s.recv(4096)   # a socket.timeout here: no 100 came within 5 s
+                assert chunk, got
+                got += chunk
+            s.sendall(b"hello")
+            assert _read_answers(s, 1).endswith(b"\r\n\r\nokhello")
+
+
+def test_what_a_worker_reads_of_next_requests_counts_against_the_memory_budget(long_look) -> None:
+    """The next request's bytes, waiting on the socket when the worker looks (sent while it was
+    still answering), are read by the worker only within the room left in the front's budget
+    for unfinished requests; past it, connections asking for more get the front's 503. (Read
+    whole by the worker, 200 KB on each of five connections sat in a 64 KB budget unrefused.)"""
+    busy = 0
+    sockets = []
+    with small_server(buffer_budget=64 * 1024) as (port, srv, _):
+        try:
+            for _ in range(5):
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+                sockets.append(s)
+                s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+                time.sleep(0.05)   # the worker has the GET: what follows waits on the socket
+                s.sendall(b"POST /api/x HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n" + b"z" * 200_000)
+            for s in sockets:
+                got = b""
+                with contextlib.suppress(OSError):
+                    while got.count(b"HTTP/1.1 ") < 2:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        got += chunk
+                busy += b"503 Service Unavailable" in got
+        finally:
+            for s in sockets:
+                s.close()
+    assert busy >= 3, f"{busy} of 5 connections holding 200 KB each against a 64 KB budget got 503"
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_content_length_of_thousands_of_digits_on_a_kept_connection_stops_nothing(threads: int) -> None:
+    """int() refuses more than 4 300 digits; raised between two requests, in cheroot's worker
+    loop, it stopped the whole server. The client gets a 4xx, and the server answers on."""
+    huge = b"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: " + b"1" * 5000 + b"\r\n\r\n"
+    port = free_port()
+    srv = make_server(_small_app([]), "127.0.0.1", port, threads=threads)
+    srv.prepare()
+    threading.Thread(target=srv.serve, daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + huge)
+            answer = _read_answers(s, 2)
+        assert 400 <= status_of(b"HTTP/1.1 " + answer.rsplit(b"HTTP/1.1 ", 1)[-1]) < 500, answer
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert status_of(_read_answers(s, 1)) == 200
+    finally:
+        srv.stop()
 
 
 def test_clients_that_never_read_their_answers_hold_no_worker(quick_server, boot, operator) -> None:
@@ -688,27 +815,6 @@ def tls_server(db, tmp_path) -> Iterator[tuple[RunningServer, str]]:
     yield RunningServer(f"https://localhost:{port}", db, gateway), cert
     srv.stop()
     gateway.close()
-
-
-def test_over_tls_a_next_request_that_is_not_whole_loses_nothing(tls_server, boot) -> None:
-    """As over plain HTTP: the half of the next request a worker read after its answer (here
-    decrypted by it) goes to the front, and the request is answered once the rest arrives."""
-    server, cert = tls_server
-    note = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/tls-halves.md"
-    body = b"# over TLS\n" + b"y" * 3000 + b"\n"
-    first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
-    put = (f"PUT {note} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nContent-Length: {len(body)}\r\n\r\n"
-           ).encode() + body
-    raw = socket.create_connection(("127.0.0.1", urlparse(server.url).port), timeout=10)
-    with ssl.create_default_context(cafile=cert).wrap_socket(raw, server_hostname="localhost") as s:
-        s.sendall(first)
-        _read_answers(s, 1)
-        s.sendall(put[:-10])
-        time.sleep(0.3)
-        s.sendall(put[-10:])
-        assert status_of(_read_answers(s, 1)) == 201
-    got = requests.get(server.url + note, auth=("ada@example.com", "correct horse battery"), verify=cert, timeout=10)
-    assert got.content == body
 
 
 def test_idle_and_half_handshaken_tls_clients_do_not_stop_https(tls_server, boot) -> None:
