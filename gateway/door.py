@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import resource
 import select
 import selectors
@@ -347,11 +348,12 @@ class DoorConnection(cheroot_server.HTTPConnection):
 
     def _next_request(self) -> bool:
         """Whether this worker may answer the connection's next request at once: it is already
-        wholly here (pipelined, or arriving within ``NEXT_REQUEST_MS``), needs nothing from the
-        front (no refusal of its own, no 100 Continue) and no other connection is waiting for a
-        worker, nor would be (another worker is idle). What arrived of a request that is not
-        whole goes back to the reader, and the front takes it from there (``ParkingManager.put``):
-        a worker still never waits on a client's bytes beyond this one short look."""
+        wholly here (pipelined, or arriving within ``NEXT_REQUEST_MS``: a client may send the
+        head and the body in two writes), needs nothing from the front (no refusal of its own, no
+        100 Continue) and no other connection is waiting for a worker, nor would be (another
+        worker is idle). What arrived of a request that is not whole by then goes back to the
+        reader, and the front takes it from there (``ParkingManager.put``): a worker never waits
+        on a client's bytes beyond this one short look."""
         manager, pool = self.manager, self.server.requests
         if manager is None or self.wfile.pending or pool.qsize or not pool.idle:
             return False
@@ -360,15 +362,26 @@ class DoorConnection(cheroot_server.HTTPConnection):
         if room <= 0:
             return False
         data = self.rfile.take_buffered()
-        # Over TLS, bytes already decrypted wait in the SSL object, not on the socket.
-        if not data and not (isinstance(self.socket, ssl.SSLSocket) and self.socket.pending()):
-            poller = select.poll()
-            poller.register(self.socket.fileno(), select.POLLIN)
-            if not poller.poll(NEXT_REQUEST_MS):
-                return False
-        if not data:
-            data = self._receive(room)
-        state = _Parked(data)
+        deadline = time.monotonic() + NEXT_REQUEST_MS / 1000
+        poller: select.poll | None = None
+        while True:
+            state = _Parked(data)
+            if state.ready() or state.send_continue or len(data) >= room:
+                break
+            # Over TLS, bytes already decrypted wait in the SSL object, not on the socket.
+            if not (isinstance(self.socket, ssl.SSLSocket) and self.socket.pending()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if poller is None:
+                    poller = select.poll()
+                    poller.register(self.socket.fileno(), select.POLLIN)
+                if not poller.poll(math.ceil(left * 1000)):
+                    break
+            more = self._receive(room - len(data))
+            if not more:
+                break   # the client closed, or a TLS record is not whole yet: the front sees to it
+            data += more
         if state.ready() and state.refusal is None and not state.send_continue:
             self.rfile.unread(bytes(state.buf))
             return True

@@ -300,24 +300,24 @@ def _self_signed(folder) -> tuple[str, str]:
     return str(cert), str(key)
 
 
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
 def test_next_requests_that_are_not_whole_hold_no_worker_and_lose_nothing(
-        db, boot, operator, long_look, pipelined: bool) -> None:
+        tmp_path, long_look, pipelined: bool, tls: bool) -> None:
     """On as many connections as there are workers, the next request's head and most of its body
-    come with (or right after) the previous answer, the rest a while later: each worker hands
-    what it read to the front, so other clients are still answered meanwhile, and every PUT
-    stores every byte."""
-    folder = f"/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    come with (or right after) the previous answer, the rest only after the look has ended: by
+    then every worker is free (what each read went to the front), and each answer carries every
+    byte of its body."""
     body = b"# first half\n" + b"x" * 5000 + b"\n# second half\n"
-    first = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
-    with door_server(db) as server:   # four workers
+    put = f"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    first = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    with small_server(tmp_path if tls else None) as (port, srv, cert):
         halves = []
         try:
-            for i in range(4):
-                put = (f"PUT {folder}/halves-{i}.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
-                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-                s = socket.create_connection(address(server), timeout=10)
-                halves.append((s, put))
+            for _ in range(4):
+                raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s = ssl.create_default_context(cafile=cert).wrap_socket(raw, server_hostname="localhost") if cert else raw
+                halves.append(s)
                 if pipelined:
                     s.sendall(first + put[:-20])
                     _read_answers(s, 1)
@@ -325,34 +325,15 @@ def test_next_requests_that_are_not_whole_hold_no_worker_and_lose_nothing(
                     s.sendall(first)
                     _read_answers(s, 1)
                     s.sendall(put[:-20])
-            time.sleep(0.3)
-            for _ in range(6):
-                assert requests.get(f"{server.url}/api/health", timeout=3).status_code == 200
-            for s, put in halves:
+            time.sleep(1.3)   # past the (long) look
+            assert srv.requests.idle == 4, "a worker is still waiting on a client's bytes"
+            for s in halves:
                 s.sendall(put[-20:])
-                assert status_of(_read_answers(s, 1)) == 201
+                answer = _read_answers(s, 1)
+                assert status_of(answer) == 200 and answer.endswith(b"\r\n\r\nok" + body)
         finally:
-            for s, _ in halves:
+            for s in halves:
                 s.close()
-        for i in range(4):
-            assert operator.get(f"{server.url}{folder}/halves-{i}.md").content == body
-
-
-def test_over_tls_a_next_request_that_is_not_whole_loses_nothing(tmp_path, long_look) -> None:
-    """As over plain HTTP: the half of the next request a worker read (and decrypted) after its
-    answer goes to the front, and the request is answered once the rest arrives."""
-    body = b"# over TLS\n" + b"y" * 3000 + b"\n"
-    put = f"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
-    with small_server(tmp_path) as (port, srv, cert):
-        raw = socket.create_connection(("127.0.0.1", port), timeout=10)
-        with ssl.create_default_context(cafile=cert).wrap_socket(raw, server_hostname="localhost") as s:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            _read_answers(s, 1)
-            s.sendall(put[:-10])
-            time.sleep(0.3)
-            s.sendall(put[-10:])
-            answer = _read_answers(s, 1)
-    assert status_of(answer) == 200 and answer.endswith(b"\r\n\r\nok" + body)
 
 
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sent-after-the-answer"])
