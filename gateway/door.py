@@ -357,10 +357,16 @@ class DoorConnection(cheroot_server.HTTPConnection):
         manager, pool = self.manager, self.server.requests
         if manager is None or self.wfile.pending or pool.qsize or not pool.idle:
             return False
-        # What the look may read counts against the front's budget for unfinished requests.
-        room = min(_LOOK_BYTES, self.server.buffer_budget - manager._buffered)
-        if room <= 0:
+        # What the look may read is held against the front's budget for unfinished requests.
+        room = manager.reserve(_LOOK_BYTES)
+        if not room:
             return False
+        try:
+            return self._look(room)
+        finally:
+            manager.release(room)
+
+    def _look(self, room: int) -> bool:
         data = self.rfile.take_buffered()
         deadline = time.monotonic() + NEXT_REQUEST_MS / 1000
         poller: select.poll | None = None
@@ -379,17 +385,19 @@ class DoorConnection(cheroot_server.HTTPConnection):
                 if not poller.poll(math.ceil(left * 1000)):
                     break
             more = self._receive(room - len(data))
-            if not more:
-                break   # the client closed, or a TLS record is not whole yet: the front sees to it
-            data += more
+            if more is None:
+                break   # the client closed, or the connection failed: the front sees to it
+            data += more   # (nothing, when a TLS record is not whole yet: look again)
         if state.ready() and state.refusal is None and not state.send_continue:
             self.rfile.unread(bytes(state.buf))
             return True
         self.rfile.unread(data)
         return False
 
-    def _receive(self, limit: int) -> bytes:
-        """What the client has sent so far, at most about ``limit`` bytes, without waiting."""
+    def _receive(self, limit: int) -> bytes | None:
+        """What the client has sent so far, at most about ``limit`` bytes, without waiting; None
+        when nothing came and the client closed or the connection failed (the front meets the
+        same end and closes it)."""
         parts: list[bytes] = []
         size = 0
         timeout = self.socket.gettimeout()
@@ -401,9 +409,9 @@ class DoorConnection(cheroot_server.HTTPConnection):
                 except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                     break   # (a TLS record not yet whole, or one the socket must first send)
                 except (OSError, ssl.SSLError):
-                    break   # the front meets the same error and closes the connection
+                    data = b""
                 if not data:
-                    break   # the client closed: the front sees it too
+                    return b"".join(parts) or None
                 parts.append(data)
                 size += len(data)
         finally:
@@ -437,7 +445,7 @@ class _Parked:
     """What the front knows of a connection's next request while it arrives."""
 
     __slots__ = ("buf", "since", "progress", "handshaking", "head_end", "body_end", "chunked",
-                 "chunk_pos", "decoded", "cap", "send_continue", "refusal", "draining", "close_after")
+                 "chunk_pos", "decoded", "counted", "cap", "send_continue", "refusal", "draining", "close_after")
 
     def __init__(self, data: bytes = b"", *, handshaking: bool = False) -> None:
         now = time.monotonic()
@@ -449,6 +457,7 @@ class _Parked:
         self.chunked = False
         self.chunk_pos = 0
         self.decoded = 0
+        self.counted = 0
         self.cap = 0
         self.send_continue = False
         # An answer the front gives itself and then closes: framing no parser after it may read
@@ -565,13 +574,18 @@ class _Parked:
                 if len(self.buf) - eol > _TRAILER_BYTES + 4:
                     return self._refuse(_CHUNK_ANSWER)
                 return False
-            self.decoded += size
-            if self.decoded > self.cap:
-                return True                                          # the guard's 413
             after = eol + 2 + size + 2
+            line = eol + 2 - self.chunk_pos
+            if self.decoded + size > self.cap:
+                # The guard's 413. cheroot reads this chunk whole before the guard can refuse
+                # it, unless the body's framing (size lines and data, as cheroot's ChunkedRFile
+                # counts it) then passes the guard's maxlen, cap + HEADER_BYTES (it refuses from
+                # the size line): for such a chunk wait for its bytes, so no worker waits on them.
+                return self.counted + line + size > self.cap + HEADER_BYTES or len(self.buf) >= after
             if len(self.buf) < after:
-                self.decoded -= size
                 return False
+            self.decoded += size
+            self.counted += line + size
             self.chunk_pos = after
 
 
@@ -594,6 +608,19 @@ class ParkingManager(connections.ConnectionManager):
         with self._count_lock:
             self._buffered += delta
             return self._buffered
+
+    def reserve(self, most: int) -> int:
+        """Room in the budget for unfinished requests, at most ``most`` bytes, held until
+        ``release``: what a worker looking for a connection's next request may read (0: none)."""
+        with self._count_lock:
+            room = min(most, self.server.buffer_budget - self._buffered)
+            if room <= 0:
+                return 0
+            self._buffered += room
+            return room
+
+    def release(self, room: int) -> None:
+        self._account(-room)
 
     def may_spill(self, held: int, more: int) -> bool:
         """Whether a connection already holding ``held`` unsent answer bytes may leave ``more``
@@ -836,9 +863,10 @@ class ParkingManager(connections.ConnectionManager):
             self._put(conn)
         except Exception:
             log.exception("closing a connection after an unexpected error between its requests")
-            with contextlib.suppress(KeyError, ValueError, OSError):
+            with contextlib.suppress(Exception):   # (it may be closed already)
                 self._selector.unregister(conn.socket.fileno())
-            self._drop(conn)
+            with contextlib.suppress(Exception):
+                self._drop(conn)
 
     def _put(self, conn: DoorConnection) -> None:
         conn.last_used = time.time()
