@@ -15,12 +15,13 @@ cap, framing cheroot will reject). A worker therefore never waits on a client's 
 the head within ``HEADER_TIMEOUT`` of when the front began waiting for it (an idle keep-alive
 connection is closed then too), and a body may make no progress for at most ``BODY_TIMEOUT``.
 
-One shortcut: a worker that has just answered looks once, for at most ``NEXT_REQUEST_MS``, for
-the same client's next request, and answers it too when it is already whole, there is no
-connection waiting for a worker and another worker is idle (``DoorConnection._next_request``).
-Keep-alive clients send their next request within a fraction of a millisecond, and the front's
-round (park, wake, read, queue, wake a worker) was about a fifth of a small request's time. What
-arrived of a request that is not whole goes to the front as a pipelined request would.
+One shortcut: a worker that has just answered looks, for at most ``NEXT_REQUEST_MS`` and 64 KB
+held against ``buffer_budget``, for the same client's next request, and answers it too when it is
+whole by then, there is no connection waiting for a worker and another worker is idle
+(``DoorConnection._next_request``). Keep-alive clients send their next request within a fraction
+of a millisecond, and the front's round (park, wake, read, queue, wake a worker) was about a fifth
+of a small request's time. What arrived of a request that is not whole goes to the front as a
+pipelined request would.
 
 Answers go the same way in the other direction: a worker sends what the socket takes at once and
 leaves the rest with the front (``_SpillWriter``), which sends it as the client reads and only then
