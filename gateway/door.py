@@ -369,10 +369,10 @@ class DoorConnection(cheroot_server.HTTPConnection):
 
     def _look(self, room: int) -> bool:
         data = self.rfile.take_buffered()
+        state = _Parked(data)   # parses what has come so far, once (ready() goes on from there)
         deadline = time.monotonic() + NEXT_REQUEST_MS / 1000
         poller: select.poll | None = None
         while True:
-            state = _Parked(data)
             if state.ready() or state.send_continue or len(data) >= room:
                 break
             # Over TLS, bytes already decrypted wait in the SSL object, not on the socket.
@@ -389,6 +389,7 @@ class DoorConnection(cheroot_server.HTTPConnection):
             if more is None:
                 break   # the client closed, or the connection failed: the front sees to it
             data += more   # (nothing, when a TLS record is not whole yet: look again)
+            state.buf += more
         if state.ready() and state.refusal is None and not state.send_continue:
             self.rfile.unread(bytes(state.buf))
             return True
