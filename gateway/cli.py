@@ -16,6 +16,7 @@ from typing import Any
 
 from gateway.config import DEFAULT_BIND, DEFAULT_DATA_DIR, Config, parse_bind
 from gateway.runtime import StartupError, StoreRuntime
+from gateway.stopping import StopSignal
 from store import admin
 from store.db import Database
 from store.errors import StoreError
@@ -101,7 +102,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # From here a signal only asks the main thread to stop; the server runs in a thread of its
         # own. An exception raised by a signal handler inside cheroot's accept loop could land
         # while it holds a lock that stop() then waits for (seen as a hang on SIGTERM with TLS).
-        stop = _stop_requested()
+        stop = StopSignal()
         serving = threading.Thread(target=server.serve, name="hostfinder-http", daemon=True)
         serving.start()
         _announce(config, login)
@@ -121,16 +122,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             server.wsgi_app.close()
         runtime.close()
     return 0
-
-
-def _stop_requested() -> threading.Event:
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: Any) -> None:
-        stop.set()
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    return stop
 
 
 def _starting(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:

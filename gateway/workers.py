@@ -26,6 +26,7 @@ from typing import Any
 
 from gateway.config import Config
 from gateway.runtime import StartupError, StoreRuntime
+from gateway.stopping import StopSignal
 
 log = logging.getLogger("hostfinder.workers")
 
@@ -118,7 +119,6 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
     except OSError as exc:
         raise StartupError(f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
                            "the port may be in use: choose another with --bind HOST:PORT") from None
-    stop = threading.Event()
     children: dict[int, int] = {}  # pid -> worker number
     runtime = StoreRuntime(config, pool_size=2)
     try:
@@ -128,10 +128,7 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
         runtime.db = None
         size = pool_size(config, workers)
 
-        def request_stop(signum: int, frame: Any) -> None:
-            stop.set()
-        signal.signal(signal.SIGINT, request_stop)
-        signal.signal(signal.SIGTERM, request_stop)
+        stop = StopSignal()
         for number in range(1, workers + 1):
             children[_spawn(config, socks[number - 1], runtime.conninfo, size, number, workers)] = number
         announce(config, login)
@@ -182,12 +179,7 @@ def _worker(config: Config, sock: socket.socket, conninfo: str, size: int, numbe
     from gateway.server import Gateway, make_server
     from store.db import Database
 
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: Any) -> None:
-        stop.set()
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    stop = StopSignal()
     _die_with_parent()
     for handler in logging.getLogger().handlers:  # which worker wrote a line, in every line
         handler.setFormatter(logging.Formatter(
