@@ -397,7 +397,7 @@ class DoorConnection(cheroot_server.HTTPConnection):
         return False
 
     def _receive(self, limit: int) -> bytes | None:
-        """What the client has sent so far, at most about ``limit`` bytes, without waiting; None
+        """What the client has sent so far, at most ``limit`` bytes, without waiting; None
         when nothing came and the client closed or the connection failed (the front meets the
         same end and closes it)."""
         parts: list[bytes] = []

@@ -5,8 +5,8 @@ thread happens to be. The serving loops wait with ``threading.Event.wait``, whic
 event's internal lock for a moment each time round; a handler calling ``Event.set()`` at that
 moment waits for the same lock for ever, and every further signal nests another waiting handler.
 The supervisor of ``serve --workers`` was seen hung that way after a burst of SIGTERMs, its
-workers gone and its port still bound, answering nobody. So the handler here only appends to a
-list (no lock), and the waiting side polls it.
+workers gone and its port still bound, answering nobody. So the handler here only sets an
+attribute (no lock), and the waiting side polls it.
 """
 from __future__ import annotations
 
@@ -21,20 +21,20 @@ class StopSignal:
     """Installs itself as the SIGINT and SIGTERM handler of this process when made."""
 
     def __init__(self) -> None:
-        self._received: list[int] = []
+        self._requested = False
         signal.signal(signal.SIGINT, self._record)
         signal.signal(signal.SIGTERM, self._record)
 
     def _record(self, signum: int, frame: Any) -> None:
-        self._received.append(signum)
+        self._requested = True
 
     def is_set(self) -> bool:
-        return bool(self._received)
+        return self._requested
 
     def wait(self, timeout: float) -> bool:
         """Whether a stop has been asked for, after waiting at most ``timeout`` seconds for one."""
         deadline = time.monotonic() + timeout
-        while not self._received:
+        while not self._requested:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False

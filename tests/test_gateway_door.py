@@ -256,14 +256,15 @@ def _small_app(threads: list[int]):
 
 
 @contextlib.contextmanager
-def small_server(tmp_path=None, **door_settings: float) -> Iterator[tuple[int, DoorServer, str | None]]:
-    """A 4-thread door over _small_app (an answer "ok" + the body, 0.3 s late for /slow), over
-    TLS when ``tmp_path`` is given: (port, server, certificate file or None). The threads
-    answering go to .answered."""
+def small_server(tmp_path=None, *, threads: int = 4,
+                 **door_settings: float) -> Iterator[tuple[int, DoorServer, str | None]]:
+    """A door with ``threads`` workers over _small_app (an answer "ok" + the body, 0.3 s late
+    for /slow), over TLS when ``tmp_path`` is given: (port, server, certificate file or None).
+    The threads answering go to .answered."""
     cert = _self_signed(tmp_path) if tmp_path is not None else None
     port = free_port()
     answered: list[int] = []
-    srv = make_server(_small_app(answered), "127.0.0.1", port, threads=4,
+    srv = make_server(_small_app(answered), "127.0.0.1", port, threads=threads,
                       tls_cert=cert and cert[0], tls_key=cert and cert[1])
     srv.answered = answered
     for name, value in door_settings.items():
@@ -492,11 +493,7 @@ def test_a_content_length_of_thousands_of_digits_on_a_kept_connection_stops_noth
     """int() refuses more than 4 300 digits; raised between two requests, in cheroot's worker
     loop, it stopped the whole server. The client gets a 4xx, and the server answers on."""
     huge = b"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: " + b"1" * 5000 + b"\r\n\r\n"
-    port = free_port()
-    srv = make_server(_small_app([]), "127.0.0.1", port, threads=threads)
-    srv.prepare()
-    threading.Thread(target=srv.serve, daemon=True).start()
-    try:
+    with small_server(threads=threads) as (port, srv, _):
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + huge)
             answer = _read_answers(s, 2)
@@ -504,8 +501,6 @@ def test_a_content_length_of_thousands_of_digits_on_a_kept_connection_stops_noth
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             assert status_of(_read_answers(s, 1)) == 200
-    finally:
-        srv.stop()
 
 
 def test_clients_that_never_read_their_answers_hold_no_worker(quick_server, boot, operator) -> None:
