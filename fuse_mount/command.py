@@ -26,7 +26,7 @@ import trio
 
 from fuse_mount.events import follow_changes
 from fuse_mount.operations import HostOperations
-from store.access import Door
+from store.access import Door, Principal
 from store.changefeed import Change
 from store.db import Database
 from store.filecache import FileCache
@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
               f"(organisations {', '.join(map(str, sorted(principal.org_ids))) or 'none'}).\n"
               f"Press Ctrl-C or run `fusermount3 -u {mountpoint}` to unmount.", flush=True)
         try:
-            trio.run(_serve, ops, cache, runtime.conninfo, principal.org_ids)
+            trio.run(_serve, ops, cache, runtime.conninfo, principal)
         except BaseException:
             log.exception("the mount stopped on an unexpected error")
             raise
@@ -151,7 +151,7 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
         runtime.close()
 
 
-async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: frozenset[int]) -> None:
+async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, principal: Principal) -> None:
     # The content cache applies an event before the kernel is told to forget its paths, so the
     # kernel's re-read can never be answered from a cache that has not seen the same event yet.
     async def changed(change: Change) -> None:
@@ -163,9 +163,14 @@ async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, org_ids: 
         cache.clear()
         await ops.invalidate_all()
 
+    def following(up: bool) -> None:
+        cache.following(up)
+        ops.following(up)
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal)
-        await nursery.start(follow_changes, conninfo, org_ids, changed, invalidate_all, cache.following)
+        await nursery.start(follow_changes, conninfo, principal.org_ids, int(principal.user_id or 0), changed,
+                            invalidate_all, following)
         ops.nursery = nursery
         # Returns when the kernel ends the session (fusermount3 -u) or after terminate().
         await pyfuse3.main()

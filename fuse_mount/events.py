@@ -1,7 +1,8 @@
 """Live changes: LISTEN for ``guild.files.changed`` and make the kernel forget what changed.
 
 A note written over WebDAV, through the API or by an agent's tool commits with a NOTIFY
-(store.provenance.record_change). The mount follows the store's change feed (store.changefeed, a
+(store.provenance.record_change), and so does a change of the user's side files from another of
+their clients (store.scratch.CHANNEL). The mount follows the store's change feed (store.changefeed, a
 connection of its own, the mount's only one: its content cache is fed from here too) and, for
 each changed path, invalidates the kernel's cached name, attributes and pages, so the next ``ls``
 or ``cat`` asks the tree again.
@@ -21,15 +22,16 @@ log = logging.getLogger("hostfinder.fuse")
 RETRY_SECONDS = 2.0
 
 
-async def follow_changes(conninfo: str, org_ids: Iterable[int],
+async def follow_changes(conninfo: str, org_ids: Iterable[int], user_id: int,
                          changed: Callable[[Change], Awaitable[None]],
                          invalidate_all: Callable[[], Awaitable[None]],
                          following: Callable[[bool], None],
                          *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
-    """Run until cancelled: hand each change of the mounted organisations to ``changed``. A lost
-    connection is retried; ``following`` hears whether the feed is up (False while events may be
-    missed), and events missed meanwhile are covered by ``invalidate_all`` once it is back."""
-    feed = ChangeFeed(conninfo, org_ids)
+    """Run until cancelled: hand each change of the mounted organisations, and of the mounting
+    user's side files, to ``changed``. A lost connection is retried; ``following`` hears whether
+    the feed is up (False while events may be missed), and events missed meanwhile are covered by
+    ``invalidate_all`` once it is back."""
+    feed = ChangeFeed(conninfo, org_ids, user_id)
     started = False
     try:
         while True:

@@ -32,7 +32,8 @@ class _Listing:
 def keeps(folder: str) -> bool:
     """Whether a listing of ``folder`` may be kept at all: only where every change to its entries
     comes with an event or through this mount (notes, task and memory, scripts, collections and
-    records). The root and org/ (memberships), guilds/ and agents/ (a guild or agent is created
+    records, the user's side files), or ends by the clock at a time the listing states (a side
+    file's expiry, a rename-away's hiding: HostTree.listing). The root and org/ (memberships), guilds/ and agents/ (a guild or agent is created
     with no file event) and history-archive/ (a memory save's event names memory.md, not the
     archived version) are listed afresh at each pass; a kept listing would answer a new agent's
     folder "no such file" until it expired. They are small, so this costs a few short queries."""
@@ -45,16 +46,30 @@ def keeps(folder: str) -> bool:
 
 
 class ListingCache:
-    """folder path -> its last listing. Used from the event loop only, so it takes no lock."""
+    """folder path -> its last listing. Used from the event loop only, so it takes no lock.
 
-    def __init__(self) -> None:
+    A listing is kept for as long as the caller says (until an event says otherwise) only while
+    the change feed is up: while it is down (or not up yet) events may be missed, so listings are
+    kept for ``unfollowed_seconds`` at most, and those kept before it went down are dropped."""
+
+    def __init__(self, unfollowed_seconds: float) -> None:
         self._folders: dict[str, _Listing] = {}
         # Counts changes, so that a listing queried while something changed is not kept.
         self.serial = 0
+        self.unfollowed_seconds = unfollowed_seconds
+        self.up = False
+
+    def following(self, up: bool) -> None:
+        """The change feed is up (every change of a kept folder will be heard) or down."""
+        if not up:
+            self.clear()
+        self.up = up
 
     def put(self, folder: str, serial: int, entries: Any, nodes: list[Any], seconds: float) -> None:
         """Keep a listing taken when ``serial`` was current (nothing is kept if it moved on)."""
         if serial == self.serial and keeps(folder):
+            if not self.up:
+                seconds = min(seconds, self.unfollowed_seconds)
             self._folders[folder] = _Listing(time.monotonic() + seconds, entries, {n.name: n for n in nodes})
 
     def _fresh(self, folder: str) -> _Listing | None:

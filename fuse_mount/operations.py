@@ -12,6 +12,7 @@ import contextlib
 import errno
 import functools
 import logging
+import math
 import os
 import stat
 import threading
@@ -47,10 +48,16 @@ SHORT_CACHE_SECONDS = 1.0
 # over the note that usually follows then writes the note's next version in one transaction,
 # instead of a scratch write at fsync and a move at rename.
 HOLD_SIDE_SECONDS = 2.0
-# A folder's listing is kept for the next `ls` or `grep -r` this long. Events and this mount's own
-# writes drop it at once; the bound is for what sends no event (another client's side files and
-# rename-away saves in the user's scratch area), and is the 5 s the kernel kept names before.
-LISTING_SECONDS = 5.0
+# A folder's listing is kept for the next `ls`, `grep -r` or editor save this long, unless it says
+# it holds for less (HostTree.listing: a side file expiring, a rename-away's hiding ending). Every
+# other change of a kept folder sends an event (its notes', and the user's side files' from their
+# other clients, sql/032) that drops the changed name at once, and a lost feed drops them all, so
+# this is only a backstop, as rclone's --dir-cache-time (5 minutes) is for a backend that reports
+# its changes. A save long after the folder was listed then asks nothing about its names.
+LISTING_SECONDS = 300.0
+# While the change feed is down (or not up yet) listings are kept this long at most: changes made
+# meanwhile send their events to nobody.
+UNFOLLOWED_LISTING_SECONDS = 5.0
 # How long a write made through this mount waits for its own change event: that event names a
 # file whose new bytes the kernel already holds, so it is not obeyed (own_writes.py).
 OWN_EVENT_SECONDS = 5.0
@@ -103,7 +110,7 @@ class HostOperations(pyfuse3.Operations):
         self.uid, self.gid = os.getuid(), os.getgid()
         # Folders' nodes (writable or not), for create: they change only when a folder goes.
         self._folders: dict[str, tuple[float, Any]] = {}
-        self.listings = ListingCache()
+        self.listings = ListingCache(UNFOLLOWED_LISTING_SECONDS)
         # This mount's writes whose change events are on their way (invalidate).
         self.own = OwnWrites(OWN_EVENT_SECONDS)
         # What this mount's last write to a path gave (node, and bytes when known), until
@@ -167,8 +174,8 @@ class HostOperations(pyfuse3.Operations):
             self.listings.wrote(path, node, serial)
         if not (getattr(node, "version", 0) and not getattr(node, "is_dir", True)):
             return False
-        # Not side files: they send no change events, so a write from elsewhere (the user's other
-        # client) would never take the kept node away.
+        # Not side files: one also goes by the clock (a day after its last write), which no event
+        # announces, and this keeps what it holds until an event takes it away.
         if not is_side_file(path.rsplit("/", 1)[-1]):
             self.written.put(path, node, data)
         return True
@@ -369,13 +376,13 @@ class HostOperations(pyfuse3.Operations):
                 listing.share(cached)
             else:
                 serial = self.listings.serial
-                nodes = await self._call("readdir", path, "list", path)
+                nodes, lasts = await self._call("readdir", path, "listing", path)
                 parent = parent_of(path)
                 dot = await self._folder("readdir", path)
                 dotdot = dot if not path else await self._folder("readdir", parent)
                 listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
                 self.listings.put(path, serial, listing.shared(), nodes,
-                                  min(LISTING_SECONDS, _cache_seconds(path)))
+                                  min(LISTING_SECONDS, _cache_seconds(path), math.inf if lasts is None else lasts))
             # Files created here and not committed yet (a held side file such as vim's swap, a
             # note still being written) are not in the store's listing; `ls` must still show them.
             # Added per pass, never kept: they come and go without a store call.
@@ -724,6 +731,10 @@ class HostOperations(pyfuse3.Operations):
         if parent_ino is not None:
             pyfuse3.invalidate_entry_async(parent_ino, os.fsencode(path.rsplit("/", 1)[-1]),
                                            ignore_enoent=True)
+
+    def following(self, up: bool) -> None:
+        """The change feed is up, or down (events may be missed until it is back)."""
+        self.listings.following(up)
 
     async def invalidate_all(self) -> None:
         """After missed events (the listener reconnected): drop everything the kernel cached."""

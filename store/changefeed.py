@@ -1,5 +1,6 @@
 """The change feed for a long-lived follower outside the store (the FUSE mount): which tree paths
-of which organisations changed, read from the ``guild.files.changed`` channel (store.events).
+of which organisations changed, read from the ``guild.files.changed`` channel (store.events), and
+which of one user's side files (store.scratch.CHANNEL), both in commit order on one connection.
 
 A follower needs no driver: losing the database is ``store.errors.Unavailable`` here, as it is
 from every other store call, so a front end maps one error class and never imports psycopg."""
@@ -10,8 +11,14 @@ from dataclasses import dataclass
 
 import psycopg
 
+from store import scratch
 from store.errors import Unavailable
-from store.events import ChangeListener, Event, tree_paths
+from store.events import CHANNEL, ChangeListener, Event, tree_paths
+
+
+# The operation of a Change from a side file's event (its event has no display_path, so a content
+# cache that applies it changes nothing).
+SIDE_FILE = "side file"
 
 
 @dataclass(frozen=True)
@@ -25,13 +32,15 @@ class Change:
 
 
 class ChangeFeed:
-    """The changes of ``org_ids``, on a LISTEN connection of its own. ``wait`` blocks: run it in
-    a thread. After Unavailable, ``connect`` again; events sent meanwhile are lost, so whatever a
-    follower cached must then be dropped as a whole."""
+    """The changes of ``org_ids`` (and of ``user_id``'s side files, when given), on a LISTEN
+    connection of its own. ``wait`` blocks: run it in a thread. After Unavailable, ``connect``
+    again; events sent meanwhile are lost, so whatever a follower cached must then be dropped as a
+    whole."""
 
-    def __init__(self, conninfo: str, org_ids: Iterable[int]) -> None:
+    def __init__(self, conninfo: str, org_ids: Iterable[int], user_id: int | None = None) -> None:
         self.org_ids = frozenset(org_ids)
-        self._listener = ChangeListener(conninfo)
+        self.user_id = user_id
+        self._listener = ChangeListener(conninfo, (CHANNEL,) if user_id is None else (CHANNEL, scratch.CHANNEL))
 
     def connect(self) -> None:
         try:
@@ -46,8 +55,15 @@ class ChangeFeed:
             events = self._listener.wait(timeout)
         except psycopg.Error as exc:
             raise Unavailable(f"the change feed's connection was lost: {_first_line(exc)}") from exc
-        return [Change(tree_paths(event), str(event.get("operation") or ""), event)
-                for event in events if event.get("org_id") in self.org_ids]
+        changes = []
+        for event in events:
+            if "user_id" in event:  # a side file's (scratch.CHANNEL): its paths, for its user only
+                paths = scratch.changed_paths(event, self.user_id) if self.user_id is not None else None
+                if paths is not None:
+                    changes.append(Change(paths, SIDE_FILE, event))
+            elif event.get("org_id") in self.org_ids:
+                changes.append(Change(tree_paths(event), str(event.get("operation") or ""), event))
+        return changes
 
     def close(self) -> None:
         self._listener.close()

@@ -69,14 +69,16 @@ class ChangeListener:
     """A dedicated LISTEN connection (a pooled one would be handed to other work between waits).
     ``wait`` blocks: run it in a thread of its own."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, channels: tuple[str, ...] = (CHANNEL,)) -> None:
         self.conninfo = conninfo
+        self.channels = channels
         self.conn: psycopg.Connection | None = None
 
     def connect(self) -> None:
         self.close()
         self.conn = psycopg.connect(self.conninfo, autocommit=True)
-        self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+        for channel in self.channels:
+            self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
 
     def wait(self, timeout: float) -> list[Event]:
         """Events that arrive within ``timeout`` seconds (returns at the first one, plus any

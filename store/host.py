@@ -123,6 +123,13 @@ class HostTree:
             return self._stat(conn, parts)
 
     def list(self, path: str) -> list[Node]:
+        return self.listing(path)[0]
+
+    def listing(self, path: str) -> tuple[list[Node], float | None]:
+        """list(), and how many seconds it stays true by itself: a side file's expiry and the end
+        of a rename-away's hiding change it with no event (store.scratch), so a follower that
+        keeps listings until an event says otherwise (the FUSE mount) keeps this one no longer.
+        None: only a change, which sends its event, can make it wrong."""
         parts = split(path)
         folder = folder_of(parts)
         with self.db.connection() as conn:
@@ -140,7 +147,7 @@ class HostTree:
             if self.cache is not None:
                 self._prefetch(conn, [n for n in prefetch if n.path not in hidden], generation)
         nodes.sort(key=lambda n: (not n.is_dir, n.name))
-        return nodes
+        return nodes, min((float(r["lasts"]) for r in sides), default=None)
 
     # A folder listed through a cached tree brings its notes' bytes along in one query, when
     # they are small enough together: whoever lists a folder (a file manager's previews, grep -r,

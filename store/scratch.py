@@ -3,8 +3,10 @@
 Finder writes ._name and .DS_Store beside every file it touches, vim writes name.swp and probes
 with 4913, Office writes ~$name, and editors save through temporary names. None of them is a note.
 They live here: per user (another user never sees them), in PostgreSQL (so every gateway process
-agrees), expiring a day after their last write, capped in size, and never in provenance, events or
-search. The Host tree decides which names are side files (store.paths.is_side_file).
+agrees), expiring a day after their last write, capped in size, and never in provenance or search.
+Each change is announced to its user alone, on a channel of its own (CHANNEL, sql/032), for a
+follower that keeps listings. The Host tree decides which names are side files
+(store.paths.is_side_file).
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ LIFETIME = "1 day"
 # editor's rename-away save re-creates the file within a second; two minutes leave room for a slow
 # client, and a path that is never re-created simply shows again.
 SAVE_WINDOW_SECONDS = 120
+# Where sql/032's trigger announces each change: {"user_id", "paths", "operation"}.
+CHANNEL = "host.side_files.changed"
 
 _META = "path, octet_length(content) AS size, version, created_at, updated_at, expires_at"
 
@@ -30,10 +34,24 @@ def _parent(path: str) -> str:
 
 def list_folder(conn: Conn, user_id: int, folder: str) -> list[dict]:
     """The user's live side files directly in ``folder`` (without content), in one query. Each
-    row's ``hiding`` is the path it hides from this user (see hide()), or None."""
+    row's ``hiding`` is the path it hides from this user (see hide()), or None, and ``lasts`` the
+    seconds until the row changes the listing by the clock alone (it expires, or its hiding ends),
+    which no event announces."""
     return conn.execute(
-        f"SELECT {_META}, CASE WHEN hides_until > now() THEN origin END AS hiding FROM scratch_files"
-        " WHERE user_id = %s AND parent = %s AND expires_at > now() ORDER BY path", (user_id, folder)).fetchall()
+        f"SELECT {_META}, CASE WHEN hides_until > now() THEN origin END AS hiding,"
+        " extract(epoch FROM least(expires_at, CASE WHEN hides_until > now() THEN hides_until END)"
+        " - now())::float8 AS lasts"
+        " FROM scratch_files WHERE user_id = %s AND parent = %s AND expires_at > now() ORDER BY path",
+        (user_id, folder)).fetchall()
+
+
+def changed_paths(event: dict, user_id: int) -> list[str] | None:
+    """The tree paths a CHANNEL event changed for ``user_id``; None when it concerns another user
+    (or is not such an event)."""
+    if event.get("user_id") != user_id:
+        return None
+    paths = event.get("paths")
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
 
 
 # -- rename-away saves ------------------------------------------------------------------------

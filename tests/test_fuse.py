@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from fuse_mount.command import MountError, check_fuse
+from fuse_mount.operations import UNFOLLOWED_LISTING_SECONDS
 from store import admin, tools
 from store.access import Door, Principal
 from store.db import Database
@@ -426,6 +427,9 @@ def test_an_editor_save_asks_the_store_once(db: Database, db_url: str, boot: dic
         wait_mounted(mountpoint, proc, log_path)
         folder = mountpoint / "org" / str(boot["org_id"])
         os.listdir(folder)  # what a save's name lookups are answered from
+        # ... for as long as the change feed is up, not for a few seconds: a save a while after the
+        # folder was listed asks nothing about its names either.
+        time.sleep(UNFOLLOWED_LISTING_SECONDS + 1)
         start = len(log_path.read_bytes())
 
         def calls() -> list[str]:
@@ -509,6 +513,39 @@ def test_agent_note_write_shows_up_within_a_second(mount: Mount) -> None:
 
     tools.call(mount.db, mount.principal, agent, "note_delete", {"path": f"org/{org}/guilds/{guild}/fresh.md"})
     eventually(lambda: "fresh.md" not in os.listdir(folder), 1.0)
+
+
+def test_side_files_from_the_users_other_clients_show_within_a_second(mount: Mount) -> None:
+    """The mount keeps a folder's listing until a change event says otherwise; the user's side
+    files from another client (Finder's ._x over WebDAV, a rename-away save by vim on davfs2)
+    send theirs to this user's mount, so they show (and hide) at once in a folder listed before."""
+    org = mount.boot["org_id"]
+    mount.tree.write(f"org/{org}/kept.md", b"kept\n")
+    assert "._kept.md" not in os.listdir(mount.org)   # the listing is kept from here on
+    mount.tree.write(f"org/{org}/._kept.md", b"finder's metadata")
+    eventually(lambda: "._kept.md" in os.listdir(mount.org), 1.0)
+    assert (mount.org / "._kept.md").read_bytes() == b"finder's metadata"
+    mount.tree.move(f"org/{org}/kept.md", f"org/{org}/kept.md~")   # a rename-away save begins
+    eventually(lambda: "kept.md" not in os.listdir(mount.org) and "kept.md~" in os.listdir(mount.org), 1.0)
+    mount.tree.write(f"org/{org}/kept.md", b"saved again\n")       # ... and ends
+    eventually(lambda: "kept.md" in os.listdir(mount.org), 1.0)
+    assert (mount.org / "kept.md").read_bytes() == b"saved again\n"
+    mount.tree.delete(f"org/{org}/._kept.md")
+    eventually(lambda: "._kept.md" not in os.listdir(mount.org), 1.0)
+
+
+def test_a_listing_is_kept_no_longer_than_a_hiding_it_shows(mount: Mount) -> None:
+    """A rename-away save that is never finished hides its note for the save window only; the end
+    of the window sends no event, so a kept listing that hides the note ends with it."""
+    org = mount.boot["org_id"]
+    mount.tree.write(f"org/{org}/left.md", b"left alone\n")
+    mount.tree.move(f"org/{org}/left.md", f"org/{org}/left.md~")
+    with mount.db.connection() as conn:  # the save window, made short (this announces the change)
+        conn.execute("UPDATE scratch_files SET hides_until = now() + interval '1.5 seconds'"
+                     " WHERE origin = %s", (f"org/{org}/left.md",))
+    eventually(lambda: "left.md" not in os.listdir(mount.org), 1.0)  # listed and kept while hidden
+    eventually(lambda: "left.md" in os.listdir(mount.org), 3.0)
+    assert (mount.org / "left.md").read_bytes() == b"left alone\n"
 
 
 def test_a_change_made_while_the_mount_was_not_listening_shows_once_it_listens_again(mount: Mount) -> None:

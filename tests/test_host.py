@@ -5,8 +5,9 @@ from typing import Any
 
 import pytest
 
-from store import errors
+from store import admin, errors, scratch
 from store.access import Door
+from store.changefeed import SIDE_FILE, ChangeFeed
 from store.db import Database
 from store.host import HostTree
 
@@ -160,3 +161,60 @@ def test_an_overwrite_is_two_statements_with_its_provenance(db_url: str, boot: d
                 assert (last["operation"], last["version"]) == ("update", node.version)
     finally:
         database.close()
+
+
+def test_a_side_files_changes_are_announced_to_its_user_alone(tree: HostTree, db: Database, db_url: str,
+                                                              boot: dict[str, Any]) -> None:
+    """Side files stay out of provenance and of the files channel, but a follower that keeps its
+    user's listings (the FUSE mount) hears of each change to them, and hears of no one else's."""
+    org = boot["org_id"]
+    admin.create_user(db, email="other@example.com", password="another password 1")
+    admin.add_member(db, org_id=org, email="other@example.com")
+    other = HostTree(db, Door(db).basic("other@example.com", "another password 1"))
+    mine = ChangeFeed(db_url, [org], int(tree.principal.user_id or 0))
+    theirs = ChangeFeed(db_url, [org], int(other.principal.user_id or 0))
+    files_only = ChangeFeed(db_url, [org])
+    feeds = (mine, theirs, files_only)
+    for feed in feeds:
+        feed.connect()
+    try:
+        def heard(feed: ChangeFeed) -> list[tuple[str, list[str]]]:
+            return [(c.operation, c.paths) for c in feed.wait(0.5)]
+
+        tree.write(f"org/{org}/._plan.md", b"finder's")
+        assert heard(mine) == [(SIDE_FILE, [f"org/{org}/._plan.md"])]
+        assert heard(theirs) == [] and heard(files_only) == []
+
+        tree.write(f"org/{org}/plan.md", b"one\n")
+        tree.move(f"org/{org}/plan.md", f"org/{org}/plan.md~")      # a rename-away save: the note hides
+        tree.write(f"org/{org}/plan.md", b"two\n")                   # its end: the note's own event
+        assert heard(mine) == [("create", [f"org/{org}/plan.md"]),
+                               (SIDE_FILE, [f"org/{org}/plan.md~"]),
+                               (SIDE_FILE, [f"org/{org}/plan.md~", f"org/{org}/plan.md"]),
+                               ("update", [f"org/{org}/plan.md"]),
+                               (SIDE_FILE, [f"org/{org}/plan.md~"])]
+        assert heard(files_only) == [("create", [f"org/{org}/plan.md"]),
+                                                   ("update", [f"org/{org}/plan.md"])]
+        assert heard(theirs) == [("create", [f"org/{org}/plan.md"]), ("update", [f"org/{org}/plan.md"])]
+
+        other.write(f"org/{org}/.DS_Store", b"theirs")
+        tree.delete(f"org/{org}/._plan.md")
+        assert heard(mine) == [(SIDE_FILE, [f"org/{org}/._plan.md"])]
+        assert heard(theirs) == [(SIDE_FILE, [f"org/{org}/.DS_Store"])]
+    finally:
+        for feed in feeds:
+            feed.close()
+
+
+def test_a_listing_says_how_long_it_holds_by_itself(tree: HostTree, boot: dict[str, Any]) -> None:
+    """What changes a listing with no event (a side file's expiry, the end of a rename-away's
+    hiding) bounds how long a follower may keep it."""
+    g = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    tree.write(f"{g}/a.md", b"a\n")
+    assert tree.listing(g)[1] is None
+    tree.write(f"{g}/.a.md.swp", b"vim")
+    assert 86_000 < tree.listing(g)[1] <= 86_400  # type: ignore[operator]
+    tree.move(f"{g}/a.md", f"{g}/a.md~")
+    nodes, lasts = tree.listing(g)
+    assert [n.name for n in nodes] == [".a.md.swp", "a.md~"]
+    assert lasts is not None and 110 < lasts <= scratch.SAVE_WINDOW_SECONDS
