@@ -2,7 +2,7 @@
 
 A note written over WebDAV, through the API or by an agent's tool commits with a NOTIFY
 (store.provenance.record_change), and so does a change of the user's side files from another of
-their clients (store.scratch.CHANNEL). The mount follows the store's change feed (store.changefeed, a
+their clients (store.scratch.channel). The mount follows the store's change feed (store.changefeed, a
 connection of its own, the mount's only one: its content cache is fed from here too) and, for
 each changed path, invalidates the kernel's cached name, attributes and pages, so the next ``ls``
 or ``cat`` asks the tree again.

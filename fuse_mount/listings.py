@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuse_mount.inodes import parent_of
+from store.layout import folder_of, split
 from store.paths import nfc
 
 MISSING = object()
@@ -97,12 +98,16 @@ class ListingCache:
 
     def changed(self, path: str) -> None:
         """``path`` changed (written, moved, deleted, here or elsewhere): its name in its folder
-        is unsure, and a listing of ``path`` itself (a folder) is gone."""
+        is unsure, and listings of ``path`` itself and below it (a folder that went with its
+        guild or agent) are gone."""
         self.serial += 1
         listing = self._folders.get(parent_of(path))
         if listing is not None:
             listing.unsure.add(nfc(path.rsplit("/", 1)[-1]))
-        self._folders.pop(path, None)
+        if self._folders.pop(path, None) is not None or folder_of(split(path)) is not None:
+            below = path + "/"
+            for folder in [f for f in self._folders if f.startswith(below)]:
+                del self._folders[folder]
 
     def wrote(self, path: str, node: Any, serial: int) -> None:
         """This mount wrote ``node`` at ``path``, and the only change since ``serial`` (taken

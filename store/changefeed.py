@@ -1,6 +1,6 @@
 """The change feed for a long-lived follower outside the store (the FUSE mount): which tree paths
 of which organisations changed, read from the ``guild.files.changed`` channel (store.events), and
-which of one user's side files (store.scratch.CHANNEL), both in commit order on one connection.
+which of one user's side files (store.scratch.channel), both in commit order on one connection.
 
 A follower needs no driver: losing the database is ``store.errors.Unavailable`` here, as it is
 from every other store call, so a front end maps one error class and never imports psycopg."""
@@ -16,8 +16,8 @@ from store.errors import Unavailable
 from store.events import CHANNEL, ChangeListener, Event, tree_paths
 
 
-# The operation of a Change from a side file's event (its event has no display_path, so a content
-# cache that applies it changes nothing).
+# The operation of a Change from a side file's event (a content cache that applies it forgets
+# what it kept of the paths it names: a note it now hides from this user).
 SIDE_FILE = "side file"
 
 
@@ -40,7 +40,7 @@ class ChangeFeed:
     def __init__(self, conninfo: str, org_ids: Iterable[int], user_id: int | None = None) -> None:
         self.org_ids = frozenset(org_ids)
         self.user_id = user_id
-        self._listener = ChangeListener(conninfo, (CHANNEL,) if user_id is None else (CHANNEL, scratch.CHANNEL))
+        self._listener = ChangeListener(conninfo, (CHANNEL,) if user_id is None else (CHANNEL, scratch.channel(user_id)))
 
     def connect(self) -> None:
         try:
@@ -57,10 +57,9 @@ class ChangeFeed:
             raise Unavailable(f"the change feed's connection was lost: {_first_line(exc)}") from exc
         changes = []
         for event in events:
-            if "user_id" in event:  # a side file's (scratch.CHANNEL): its paths, for its user only
-                paths = scratch.changed_paths(event, self.user_id) if self.user_id is not None else None
-                if paths is not None:
-                    changes.append(Change(paths, SIDE_FILE, event))
+            if "user_id" in event:  # a side file's (scratch.channel): for its user only
+                if event["user_id"] == self.user_id:
+                    changes.append(Change(tree_paths(event), SIDE_FILE, event))
             elif event.get("org_id") in self.org_ids:
                 changes.append(Change(tree_paths(event), str(event.get("operation") or ""), event))
         return changes

@@ -50,7 +50,11 @@ def publish_local(event: Event) -> None:
 def tree_paths(event: Event) -> list[str]:
     """The tree paths an event touches. Display paths are tree paths, except that a record is
     ``<id>.json`` in its collection's folder and a collection is a folder holding
-    ``collection.json``."""
+    ``collection.json``. A side file's event (store.scratch.channel) names its tree paths: the
+    side file's and those whose hiding it changed."""
+    if "user_id" in event:
+        paths = event.get("paths")
+        return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
     path = str(event.get("display_path") or "").strip("/")
     if not path:
         return []

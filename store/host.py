@@ -143,7 +143,7 @@ class HostTree:
             hidden = {r["hiding"] for r in sides if r["hiding"]}
             if hidden:  # moved away in a rename-away save: gone, as far as this user can tell
                 nodes = [n for n in nodes if n.path not in hidden]
-            nodes += [self._side_node(r) for r in sides]
+            nodes += [self._side_node(r) for r in sides if r["here"]]
             if self.cache is not None:
                 self._prefetch(conn, [n for n in prefetch if n.path not in hidden], generation)
         nodes.sort(key=lambda n: (not n.is_dir, n.name))

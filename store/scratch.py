@@ -4,7 +4,7 @@ Finder writes ._name and .DS_Store beside every file it touches, vim writes name
 with 4913, Office writes ~$name, and editors save through temporary names. None of them is a note.
 They live here: per user (another user never sees them), in PostgreSQL (so every gateway process
 agrees), expiring a day after their last write, capped in size, and never in provenance or search.
-Each change is announced to its user alone, on a channel of its own (CHANNEL, sql/032), for a
+Each change is announced to its user alone, on that user's channel (channel(), sql/032), for a
 follower that keeps listings. The Host tree decides which names are side files
 (store.paths.is_side_file).
 """
@@ -22,8 +22,13 @@ LIFETIME = "1 day"
 # editor's rename-away save re-creates the file within a second; two minutes leave room for a slow
 # client, and a path that is never re-created simply shows again.
 SAVE_WINDOW_SECONDS = 120
-# Where sql/032's trigger announces each change: {"user_id", "paths", "operation"}.
-CHANNEL = "host.side_files.changed"
+
+
+def channel(user_id: int) -> str:
+    """Where sql/032's trigger announces each change of ``user_id``'s side files:
+    {"user_id", "paths", "operation"}."""
+    return f"host.side_files.{int(user_id)}"
+
 
 _META = "path, octet_length(content) AS size, version, created_at, updated_at, expires_at"
 
@@ -33,25 +38,24 @@ def _parent(path: str) -> str:
 
 
 def list_folder(conn: Conn, user_id: int, folder: str) -> list[dict]:
-    """The user's live side files directly in ``folder`` (without content), in one query. Each
-    row's ``hiding`` is the path it hides from this user (see hide()), or None, and ``lasts`` the
-    seconds until the row changes the listing by the clock alone (it expires, or its hiding ends),
-    which no event announces."""
+    """What the user's side files do to ``folder``'s listing, in one query: each row is a live
+    side file in the folder (``here``), or one elsewhere that hides a file of this folder (a
+    rename-away across folders), or both. ``hiding`` is the path of this folder it hides from
+    this user (see hide()), or None; ``lasts`` the seconds until the row changes the listing by
+    the clock alone (the side file here expires, or the hiding ends), which no event announces."""
     return conn.execute(
-        f"SELECT {_META}, CASE WHEN hides_until > now() THEN origin END AS hiding,"
-        " extract(epoch FROM least(expires_at, CASE WHEN hides_until > now() THEN hides_until END)"
-        " - now())::float8 AS lasts"
-        " FROM scratch_files WHERE user_id = %s AND parent = %s AND expires_at > now() ORDER BY path",
-        (user_id, folder)).fetchall()
-
-
-def changed_paths(event: dict, user_id: int) -> list[str] | None:
-    """The tree paths a CHANNEL event changed for ``user_id``; None when it concerns another user
-    (or is not such an event)."""
-    if event.get("user_id") != user_id:
-        return None
-    paths = event.get("paths")
-    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+        f"""SELECT {_META}, here, CASE WHEN hides THEN origin END AS hiding,
+                   extract(epoch FROM least(CASE WHEN here THEN expires_at END,
+                                            CASE WHEN hides THEN hides_until END) - now())::float8 AS lasts
+              FROM (SELECT *, parent = %(folder)s AND expires_at > now() AS here,
+                           origin IS NOT NULL AND hides_until > now()
+                           AND regexp_replace(origin, '/[^/]*$', '') = %(folder)s AS hides
+                      FROM scratch_files
+                     WHERE user_id = %(user)s
+                       AND ((parent = %(folder)s AND expires_at > now())
+                            OR (origin IS NOT NULL AND hides_until > now()))) AS rows
+             WHERE here OR hides ORDER BY path""",
+        {"user": user_id, "folder": folder}).fetchall()
 
 
 # -- rename-away saves ------------------------------------------------------------------------

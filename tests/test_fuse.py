@@ -525,8 +525,10 @@ def test_side_files_from_the_users_other_clients_show_within_a_second(mount: Mou
     mount.tree.write(f"org/{org}/._kept.md", b"finder's metadata")
     eventually(lambda: "._kept.md" in os.listdir(mount.org), 1.0)
     assert (mount.org / "._kept.md").read_bytes() == b"finder's metadata"
+    assert (mount.org / "kept.md").read_bytes() == b"kept\n"      # kept by the mount's content cache
     mount.tree.move(f"org/{org}/kept.md", f"org/{org}/kept.md~")   # a rename-away save begins
-    eventually(lambda: "kept.md" not in os.listdir(mount.org) and "kept.md~" in os.listdir(mount.org), 1.0)
+    eventually(lambda: not (mount.org / "kept.md").exists(), 1.0)  # (not answered from that cache)
+    assert "kept.md" not in os.listdir(mount.org) and "kept.md~" in os.listdir(mount.org)
     mount.tree.write(f"org/{org}/kept.md", b"saved again\n")       # ... and ends
     eventually(lambda: "kept.md" in os.listdir(mount.org), 1.0)
     assert (mount.org / "kept.md").read_bytes() == b"saved again\n"

@@ -201,6 +201,23 @@ def test_a_side_files_changes_are_announced_to_its_user_alone(tree: HostTree, db
         tree.delete(f"org/{org}/._plan.md")
         assert heard(mine) == [(SIDE_FILE, [f"org/{org}/._plan.md"])]
         assert heard(theirs) == [(SIDE_FILE, [f"org/{org}/.DS_Store"])]
+
+        # One backup name reused for another note: the first note shows again, and both are named.
+        tree.write(f"org/{org}/a.md", b"a\n")
+        tree.write(f"org/{org}/b.md", b"b\n")
+        tree.move(f"org/{org}/a.md", f"org/{org}/backup~")
+        heard(mine)
+        tree.move(f"org/{org}/b.md", f"org/{org}/backup~")
+        assert heard(mine)[-1] == (SIDE_FILE, [f"org/{org}/backup~", f"org/{org}/b.md", f"org/{org}/a.md"])
+        assert [n.name for n in tree.list(f"org/{org}") if n.name.endswith(("~", ".md"))] == [
+            "a.md", "backup~", "plan.md", "plan.md~"]
+        # A purge of side files past their day changes no listing: it says nothing.
+        with db.connection() as conn:
+            conn.execute("UPDATE scratch_files SET expires_at = now() - interval '1 second'")
+        heard(mine), heard(theirs)
+        with db.connection() as conn:
+            assert scratch.purge(conn) == 3   # plan.md~ and backup~, and their .DS_Store
+        assert heard(mine) == [] and heard(theirs) == []
     finally:
         for feed in feeds:
             feed.close()
@@ -218,3 +235,13 @@ def test_a_listing_says_how_long_it_holds_by_itself(tree: HostTree, boot: dict[s
     nodes, lasts = tree.listing(g)
     assert [n.name for n in nodes] == [".a.md.swp", "a.md~"]
     assert lasts is not None and 110 < lasts <= scratch.SAVE_WINDOW_SECONDS
+    # Moved away to a backup name in another folder: hidden from its own folder's listing (as
+    # from stat and read), which holds as long as the hiding.
+    tree.write(f"{g}/b.md", b"b\n")
+    tree.move(f"{g}/b.md", f"org/{boot['org_id']}/b.md~")
+    nodes, lasts = tree.listing(g)
+    assert "b.md" not in [n.name for n in nodes]
+    with pytest.raises(errors.NotFound):
+        tree.stat(f"{g}/b.md")
+    assert lasts is not None and 110 < lasts <= scratch.SAVE_WINDOW_SECONDS
+    assert [n.name for n in tree.list(f"org/{boot['org_id']}") if n.name.endswith("~")] == ["b.md~"]
