@@ -211,6 +211,20 @@ TCP_LIVENESS = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
                 "tcp_user_timeout": 10_000}
 
 
+def liveness(conninfo: str) -> dict[str, Any]:
+    """TCP_LIVENESS, and a connect timeout, for a connection to ``conninfo``, except what the URL
+    sets itself. A server across a network that stops answering (a partition, a host frozen)
+    would otherwise hold a request on its connection for the kernel's whole retransmission time,
+    about 15 minutes, and leave a LISTEN connection waiting for events that no longer come (a
+    follower believing itself up keeps what it cached). These give up on a silent TCP peer
+    within about 10 seconds; libpq ignores them on a unix socket (the embedded server)."""
+    given = conninfo_to_dict(conninfo)
+    kwargs: dict[str, Any] = {k: v for k, v in TCP_LIVENESS.items() if k not in given}
+    if "connect_timeout" not in given:
+        kwargs["connect_timeout"] = 3
+    return kwargs
+
+
 class Database:
     """A psycopg pool with the store's conventions: dict rows, UTC, autocommit outside
     ``transaction()``, and ``Unavailable`` (a store error) instead of a driver exception or a
@@ -232,15 +246,7 @@ class Database:
         self.conninfo = conninfo
         self.timeout = timeout
         self._down_until = 0.0
-        self._kwargs: dict = {"row_factory": dict_row, "autocommit": True}
-        given = conninfo_to_dict(conninfo)
-        if "connect_timeout" not in given:
-            self._kwargs["connect_timeout"] = 3
-        # A server across a network that stops answering (a partition, a host frozen) would
-        # otherwise hold a request on its connection for the kernel's whole retransmission time,
-        # about 15 minutes. These give up on a silent TCP peer within about 10 seconds; libpq
-        # ignores them on a unix socket (the embedded server).
-        self._kwargs.update({k: v for k, v in TCP_LIVENESS.items() if k not in given})
+        self._kwargs: dict = {"row_factory": dict_row, "autocommit": True, **liveness(conninfo)}
         self.pool = _MostRecentFirst(
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
             kwargs=self._kwargs, configure=self._configure,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
+from store.db import liveness
 from store.errors import StoreError
 from store.paths import parse
 
@@ -80,7 +81,7 @@ class ChangeListener:
 
     def connect(self) -> None:
         self.close()
-        self.conn = psycopg.connect(self.conninfo, autocommit=True)
+        self.conn = psycopg.connect(self.conninfo, autocommit=True, **liveness(self.conninfo))
         for channel in self.channels:
             self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
 

@@ -29,6 +29,8 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
+from store.db import liveness
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "hostfinder.logins.changed"
@@ -109,7 +111,7 @@ class LoginWatch:
     def _follow(self) -> None:
         while not self._stop.is_set():
             try:
-                conn = psycopg.connect(self.conninfo, autocommit=True)
+                conn = psycopg.connect(self.conninfo, autocommit=True, **liveness(self.conninfo))
                 for channel in CHANNELS:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                 # From here on only libpq's calls on this connection, always under the lock: the

@@ -18,7 +18,7 @@ import threading
 import psycopg
 from psycopg.rows import dict_row
 
-from store.db import Conn
+from store.db import Conn, liveness
 from store.events import Event, subscribe_local
 
 log = logging.getLogger(__name__)
@@ -164,8 +164,8 @@ class SearchIndexer:
     def _pass(self) -> None:
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5,
-                                             row_factory=dict_row)
+                self._conn = psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row,
+                                             **liveness(self.conninfo))
                 _background_priority(self._conn)
             if index_pending(self._conn, stop=self._stop) >= ANALYZE_AFTER:
                 # A bulk load (or the first pass after sql/015): statistics sampled while the

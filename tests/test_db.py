@@ -56,3 +56,15 @@ def test_connections_give_up_on_a_silent_tcp_peer_unless_the_url_says_otherwise(
     assert "tcp_user_timeout" not in own._kwargs and own._kwargs["keepalives_idle"] == 5
     with own, own.connection() as conn:
         assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
+    # The LISTEN connections too (a mount's change feed, a content cache's, the login watch's): on
+    # a silent network one would wait for events that no longer come while its follower, believing
+    # itself up, keeps what it cached.
+    from store.events import ChangeListener
+    listener = ChangeListener(db.conninfo)
+    listener.connect()
+    try:
+        assert listener.conn is not None
+        options = {o.keyword: o.val for o in listener.conn.pgconn.info}
+        assert {k: options[k.encode()] for k in TCP_LIVENESS} == {k: str(v).encode() for k, v in TCP_LIVENESS.items()}
+    finally:
+        listener.close()
