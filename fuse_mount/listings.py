@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fuse_mount.inodes import parent_of
+from store.errors import StoreError
 from store.layout import folder_of, split
 from store.paths import nfc
 
@@ -34,16 +35,26 @@ def keeps(folder: str) -> bool:
     """Whether a listing of ``folder`` may be kept at all: only where every change to its entries
     comes with an event or through this mount (notes, task and memory, scripts, collections and
     records, the user's side files), or ends by the clock at a time the listing states (a side
-    file's expiry, a rename-away's hiding: HostTree.listing). The root and org/ (memberships), guilds/ and agents/ (a guild or agent is created
-    with no file event) and history-archive/ (a memory save's event names memory.md, not the
-    archived version) are listed afresh at each pass; a kept listing would answer a new agent's
-    folder "no such file" until it expired. They are small, so this costs a few short queries."""
+    file's expiry, a rename-away's hiding: HostTree.listing). The root and org/ (memberships),
+    guilds/ and agents/ (a guild or agent is created with no file event) and history-archive/ (a
+    memory save's event names memory.md, not the archived version) are listed afresh at each
+    pass; a kept listing would answer a new agent's folder "no such file" until it expired. They
+    are small, so this costs a few short queries."""
     parts = folder.split("/") if folder else []
     if len(parts) < 2:
         return False
     if len(parts) == 3 and parts[2] in ("guilds", "agents"):
         return False
     return not (len(parts) == 5 and parts[2] == "agents" and parts[4] == "history-archive")
+
+
+def is_folder(path: str) -> bool:
+    """Whether ``path`` names a folder of the layout (by its shape alone; a path that names
+    nothing is no folder)."""
+    try:
+        return folder_of(split(path)) is not None
+    except StoreError:
+        return False
 
 
 class ListingCache:
@@ -104,7 +115,7 @@ class ListingCache:
         listing = self._folders.get(parent_of(path))
         if listing is not None:
             listing.unsure.add(nfc(path.rsplit("/", 1)[-1]))
-        if self._folders.pop(path, None) is not None or folder_of(split(path)) is not None:
+        if self._folders.pop(path, None) is not None or is_folder(path):
             below = path + "/"
             for folder in [f for f in self._folders if f.startswith(below)]:
                 del self._folders[folder]

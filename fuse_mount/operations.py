@@ -29,8 +29,7 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound, StoreError
-from store.layout import folder_of, split
-from fuse_mount.listings import MISSING, ListingCache
+from fuse_mount.listings import MISSING, ListingCache, is_folder
 from fuse_mount.own_writes import Flight, OwnWrites, Written
 from store.paths import is_side_file, nfc
 
@@ -725,7 +724,7 @@ class HostOperations(pyfuse3.Operations):
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own
         # saves come back as events, and each would cost the next save a query for the folder),
         # and the folders below it go with it (a guild or agent deleted with its folders).
-        if self._folders.pop(path, None) is not None or folder_of(split(path)) is not None:
+        if self._folders.pop(path, None) is not None or is_folder(path):
             below = path + "/"
             for folder in [f for f in self._folders if f.startswith(below)]:
                 del self._folders[folder]

@@ -1,13 +1,14 @@
 """This mount's own writes, told apart from changes made elsewhere without asking the store.
 
-Every write commits with a change event (store.provenance), and the events of this mount's own
-writes come back through the change feed like anyone else's. The kernel already holds what such a
-write committed (the pages the writer wrote, the name the rename gave), so dropping it would make
-the next read or save ask the store again for nothing. The feed names a path, not a version, so
-an event cannot say whose it is; what tells them apart is the order: PostgreSQL delivers
-notifications in commit order, so for each of our writes whose event has not come yet, the next
-event for its path is either that write's own or one that committed before it, and either way the
-kernel holds the newer bytes. The count is kept per path:
+Every write commits with a change event (store.provenance; a side file's on its user's channel,
+sql/032), and the events of this mount's own writes come back through the change feed like anyone
+else's. The kernel already holds what such a write committed (the pages the writer wrote, the
+name the rename gave), so dropping it would make the next read or save ask the store again for
+nothing. The feed names a path, not a version, so an event cannot say whose it is; what tells
+them apart is the order: PostgreSQL delivers notifications in commit order, so for each of our
+writes whose event has not come yet, the next event for its path is either that write's own or
+one that committed before it, and either way the kernel holds the newer bytes. The count is kept
+per path:
 
 - while one of our writes to a path is running, an event for that path may be its own (committed,
   not returned yet) or one from elsewhere committed just after: it cannot be told, so the write,

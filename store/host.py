@@ -147,7 +147,7 @@ class HostTree:
             if self.cache is not None:
                 self._prefetch(conn, [n for n in prefetch if n.path not in hidden], generation)
         nodes.sort(key=lambda n: (not n.is_dir, n.name))
-        return nodes, min((float(r["lasts"]) for r in sides), default=None)
+        return nodes, min((float(r["lasts"]) for r in sides if r["lasts"] is not None), default=None)
 
     # A folder listed through a cached tree brings its notes' bytes along in one query, when
     # they are small enough together: whoever lists a folder (a file manager's previews, grep -r,

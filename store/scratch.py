@@ -13,9 +13,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from store.db import Conn
-from store.errors import LimitReached, TooLarge
+from store.errors import LimitReached, NotANote, TooLarge
 
 MAX_FILE = 8 * 1024 * 1024        # one side file (a full copy of a note is at most 256 KB)
+# A side file's name, in UTF-8 bytes: NAME_MAX of the file systems clients save from (a note's
+# key is at most 255 characters). It also keeps each change's announcement (sql/032, paths of at
+# most three files) well inside PostgreSQL's 8 000-byte NOTIFY payload.
+MAX_NAME_BYTES = 255
 MAX_PER_USER = 64 * 1024 * 1024   # all of one user's live side files
 LIFETIME = "1 day"
 # How long a path moved away to a side-file name stays hidden from its user (see hide()): an
@@ -111,6 +115,10 @@ def get(conn: Conn, user_id: int, path: str) -> dict | None:
 def write(conn: Conn, user_id: int, path: str, data: bytes) -> dict:
     """Create or replace a side file; its day starts again. Refuses files over MAX_FILE and a user
     whose side files would pass MAX_PER_USER (expired ones are purged first)."""
+    name = path.rsplit("/", 1)[-1]
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise NotANote(f"the name {name[:40]}… is {len(name.encode('utf-8'))} bytes long; a file name is at most "
+                       f"{MAX_NAME_BYTES} bytes (in UTF-8): save it under a shorter name")
     if len(data) > MAX_FILE:
         raise TooLarge(f"{path.rsplit('/', 1)[-1]} is {len(data)} bytes; a client's side file is kept up to "
                        f"{MAX_FILE // (1024 * 1024)} MB")
