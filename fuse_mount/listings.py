@@ -57,6 +57,15 @@ def is_folder(path: str) -> bool:
         return False
 
 
+def drop_folder(kept: dict[str, Any], path: str) -> None:
+    """``path`` changed: what ``kept`` (keyed by folder path) holds for it goes, and, when it is
+    a folder, what it holds below it too (a guild or agent deleted with its folders)."""
+    if kept.pop(path, None) is not None or is_folder(path):
+        below = path + "/"
+        for folder in [f for f in kept if f.startswith(below)]:
+            del kept[folder]
+
+
 class ListingCache:
     """folder path -> its last listing. Used from the event loop only, so it takes no lock.
 
@@ -115,10 +124,7 @@ class ListingCache:
         listing = self._folders.get(parent_of(path))
         if listing is not None:
             listing.unsure.add(nfc(path.rsplit("/", 1)[-1]))
-        if self._folders.pop(path, None) is not None or is_folder(path):
-            below = path + "/"
-            for folder in [f for f in self._folders if f.startswith(below)]:
-                del self._folders[folder]
+        drop_folder(self._folders, path)
 
     def wrote(self, path: str, node: Any, serial: int) -> None:
         """This mount wrote ``node`` at ``path``, and the only change since ``serial`` (taken

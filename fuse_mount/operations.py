@@ -29,7 +29,7 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound, StoreError
-from fuse_mount.listings import MISSING, ListingCache, is_folder
+from fuse_mount.listings import MISSING, ListingCache, drop_folder
 from fuse_mount.own_writes import Flight, OwnWrites, Written
 from store.paths import is_side_file, nfc
 
@@ -67,7 +67,16 @@ BLOCK = 4096
 
 
 def _cache_seconds(path: str) -> float:
-    return SHORT_CACHE_SECONDS if "/collections/" in f"/{path}/" else CACHE_SECONDS
+    return SHORT_CACHE_SECONDS if _rewritten_whole(path) else CACHE_SECONDS
+
+
+def _listing_seconds(path: str) -> float:
+    return SHORT_CACHE_SECONDS if _rewritten_whole(path) else LISTING_SECONDS
+
+
+def _rewritten_whole(path: str) -> bool:
+    """Records and collection.json, which a schema change rewrites with no event per file."""
+    return "/collections/" in f"/{path}/"
 
 
 def _ns(when: datetime | None) -> int:
@@ -381,9 +390,8 @@ class HostOperations(pyfuse3.Operations):
                 dot = await self._folder("readdir", path)
                 dotdot = dot if not path else await self._folder("readdir", parent)
                 listing.fill((path, dot), (parent, dotdot), [(n.name, (n.path, n)) for n in nodes])
-                kept = SHORT_CACHE_SECONDS if _cache_seconds(path) == SHORT_CACHE_SECONDS else LISTING_SECONDS
                 self.listings.put(path, serial, listing.shared(), nodes,
-                                  min(kept, math.inf if lasts is None else lasts))
+                                  min(_listing_seconds(path), math.inf if lasts is None else lasts))
             # Files created here and not committed yet (a held side file such as vim's swap, a
             # note still being written) are not in the store's listing; `ls` must still show them.
             # Added per pass, never kept: they come and go without a store call.
@@ -724,10 +732,7 @@ class HostOperations(pyfuse3.Operations):
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own
         # saves come back as events, and each would cost the next save a query for the folder),
         # and the folders below it go with it (a guild or agent deleted with its folders).
-        if self._folders.pop(path, None) is not None or is_folder(path):
-            below = path + "/"
-            for folder in [f for f in self._folders if f.startswith(below)]:
-                del self._folders[folder]
+        drop_folder(self._folders, path)
         ino = self.inodes.known(path)
         parent_ino = self.inodes.known(parent_of(path)) if path else None
         for target in (ino, parent_ino):
