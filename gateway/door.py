@@ -368,6 +368,8 @@ class DoorConnection(cheroot_server.HTTPConnection):
             manager.release(room)
 
     def _look(self, room: int) -> bool:
+        # ``data`` is what came, as it came: the front is handed that when the request is not
+        # answered here, since parsing may edit ``state.buf`` (a refused Expect is stripped).
         data = self.rfile.take_buffered()
         state = _Parked(data)   # parses what has come so far, once (ready() goes on from there)
         deadline = time.monotonic() + NEXT_REQUEST_MS / 1000
