@@ -1,13 +1,17 @@
 """The Host Finder over WebDAV beside plain files (WsgiDAV's FilesystemProvider), as ratios.
 
-    .venv/bin/python -m bench.dav [--notes 10000] [--creates 10000] [--runs 3] [--peer rclone]
+    .venv/bin/python -m bench.dav [--notes 10000] [--creates 10000] [--runs 3] [--peer rclone] [--peer floor]
 
 Measured the way a user runs it: `hostfinder serve --database-url URL --no-demo` in its own
 process with its default options (workers = cores, 16 threads each, no read cache), over a guild
 that already holds ``--notes`` notes of 1-4 KB. The reference is WsgiDAV's FilesystemProvider
 serving the same notes from disk, in a process of its own, on cheroot as the `wsgidav` command
 runs it (50 threads; lock and property managers), with the same Basic login. ``--peer rclone`` adds
-`rclone serve webdav` over the same directory, same login. Each run measures every target in turn
+`rclone serve webdav` over the same directory, same login. ``--peer floor`` adds Host Finder's own
+HTTP layer with nothing behind it: the door (gateway/door.py) in as many worker processes and
+threads as `serve` starts, in front of a WSGI app that keeps the notes in a dict and answers each
+request with the least work (serve_floor): its ratio is what any application on this door and this
+client scores, the part of every Host Finder ratio that the store does not decide. Each run measures every target in turn
 (interleaved), ``--runs`` times; each figure is printed as the cost ratio target / reference per
 run (below 1.0 = faster than the reference), then the range over the runs, and then the seconds
 behind every ratio. The client is
@@ -130,6 +134,89 @@ def serve_files(root: str, port: int) -> None:
     server.serve()
 
 
+class FloorApp:
+    """The floor peer's application: the notes under ``root`` read into a dict at start, a GET
+    answered from it, a PUT stored into it (201 or 204), a PROPFIND of a folder answered with
+    the named properties of its files, one string join; the login compared as a header string. No
+    disk, no database, no WebDAV library: what is left of a request is the HTTP layer and the
+    client."""
+
+    AUTH = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+    def __init__(self, root: Path) -> None:
+        self.files = {"/" + str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.md")}
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if environ.get("HTTP_AUTHORIZATION") != self.AUTH:
+            start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="floor"'), ("Content-Length", "0")])
+            return [b""]
+        method, path = environ["REQUEST_METHOD"], environ["PATH_INFO"]
+        if method == "GET":
+            body = self.files.get(path)
+            if body is None:
+                start_response("404 Not Found", [("Content-Length", "0")])
+                return [b""]
+            start_response("200 OK", [("Content-Type", "text/markdown"), ("Content-Length", str(len(body))),
+                                      ("ETag", f'"{len(body)}"')])
+            return [body]
+        if method == "PUT":
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            with self.lock:
+                existed = path in self.files
+                self.files[path] = body
+            start_response("204 No Content" if existed else "201 Created", [("Content-Length", "0")])
+            return [b""]
+        if method == "PROPFIND":
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            folder = path.rstrip("/") + "/"
+            with self.lock:
+                names = [(p, len(b)) for p, b in self.files.items() if p.startswith(folder)]
+            body = ('<?xml version="1.0" encoding="utf-8"?><D:multistatus xmlns:D="DAV:">' + "".join(
+                f"<D:response><D:href>{p}</D:href><D:propstat><D:prop><D:resourcetype/>"
+                f"<D:getcontentlength>{n}</D:getcontentlength><D:getcontenttype>text/markdown"
+                f"</D:getcontenttype><D:getetag>\"{n}\"</D:getetag></D:prop>"
+                "<D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>" for p, n in names)
+                + "</D:multistatus>").encode()
+            start_response("207 Multi-Status", [("Content-Type", "application/xml; charset=utf-8"),
+                                                ("Content-Length", str(len(body)))])
+            return [body]
+        start_response("200 OK", [("DAV", "1"), ("Content-Length", "0")])  # OPTIONS, the readiness probe
+        return [b""]
+
+
+def serve_floor(root: str, port: int) -> None:
+    """The floor peer's server (run in its own process by this benchmark): FloorApp behind
+    Host Finder's door, in `serve`'s default number of worker processes (one listening socket
+    each, as gateway/workers.py makes them) and threads, until SIGTERM."""
+    import signal
+
+    from gateway.config import Config
+    from gateway.server import make_server
+    from gateway.workers import adopt, default_workers, listen_each
+
+    threads, workers = Config().threads, default_workers()
+    socks = listen_each(make_server(FloorApp(Path(root)), "127.0.0.1", port), workers)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    children = []
+    for sock in socks:
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+            server = make_server(FloorApp(Path(root)), "127.0.0.1", port, threads=threads)
+            adopt(server, sock)
+            server.prepare()
+            server.serve()
+            os._exit(0)
+        children.append(pid)
+    while not stop.wait(0.2):
+        pass
+    for pid in children:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+
+
 class Target:
     def __init__(self, name: str, base: str, folder: str, new_folder: Callable[[int], str],
                  proc: subprocess.Popen) -> None:
@@ -228,7 +315,7 @@ def measure(t: Target, notes: int, creates: int, run: int) -> dict[str, float]:
     return out
 
 
-def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None, workers: int | None = None) -> None:
+def run(conninfo: str, notes: int, creates: int, runs: int, peers: list[str], workers: int | None = None) -> None:
     from store import admin
     from store.db import Database
 
@@ -239,7 +326,7 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None, wo
     db.close()
 
     root = seed_files(folder, notes)
-    for target in ("files", "rclone"):
+    for target in ("files", *peers):
         for r in range(runs):
             (root / f"{target}-creates-{r}").mkdir()
     procs: list[subprocess.Popen] = []
@@ -259,7 +346,7 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None, wo
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(ref)
         targets.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
-        if peer == "rclone":
+        if "rclone" in peers:
             port = free_port()
             rc = subprocess.Popen(["rclone", "serve", "webdav", str(root), "--addr", f"127.0.0.1:{port}",
                                    "--user", USER, "--pass", PASSWORD], stdout=subprocess.DEVNULL,
@@ -267,6 +354,13 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peer: str | None, wo
             procs.append(rc)
             targets.append(Target("rclone", f"http://127.0.0.1:{port}", folder,
                                   lambda r: f"rclone-creates-{r}", rc))
+        if "floor" in peers:
+            port = free_port()
+            fl = subprocess.Popen([sys.executable, "-c", f"from bench.dav import serve_floor; "
+                                   f"serve_floor({str(root)!r}, {port})"], cwd=REPO, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(fl)
+            targets.append(Target("floor", f"http://127.0.0.1:{port}", folder, lambda r: f"floor-creates-{r}", fl))
         for t in targets:
             _wait_up(f"{t.base}/", t.proc)
         results: list[dict[str, dict[str, float]]] = []
@@ -385,17 +479,19 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--creates", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--peer", choices=["rclone"], help="add `rclone serve webdav` over the same files")
+    parser.add_argument("--peer", choices=["rclone", "floor"], action="append", default=[],
+                        help="add `rclone serve webdav` over the same files, or Host Finder's door with "
+                             "nothing behind it (serve_floor); may be given twice")
     parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
     parser.add_argument("--scaling", action="store_true", help="concurrent GETs by curl: --workers 1 and 2, the reference (and --peer)")
     args = parser.parse_args()
-    if args.peer == "rclone" and shutil.which("rclone") is None:
+    if "rclone" in args.peer and shutil.which("rclone") is None:
         raise SystemExit("--peer rclone: rclone is not installed")
     sys.path.insert(0, str(REPO))
     from bench.harness import bench_database
     with bench_database("hf_bench_dav") as url:
         if args.scaling:
-            scaling(url, args.runs, args.peer)
+            scaling(url, args.runs, "rclone" if "rclone" in args.peer else None)
             return
         run(url, args.notes, args.creates, args.runs, args.peer, args.workers)
 
