@@ -196,7 +196,8 @@ def serve_floor(root: str, port: int) -> None:
     from gateway.workers import adopt, default_workers, listen_each
 
     threads, workers = Config().threads, default_workers()
-    socks = listen_each(make_server(FloorApp(Path(root)), "127.0.0.1", port), workers)
+    app = FloorApp(Path(root))  # read once; each worker gets its own copy at the fork
+    socks = listen_each(make_server(app, "127.0.0.1", port), workers)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     children = []
@@ -204,7 +205,7 @@ def serve_floor(root: str, port: int) -> None:
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-            server = make_server(FloorApp(Path(root)), "127.0.0.1", port, threads=threads)
+            server = make_server(app, "127.0.0.1", port, threads=threads)
             adopt(server, sock)
             server.prepare()
             server.serve()
