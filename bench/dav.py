@@ -218,6 +218,13 @@ def serve_floor(root: str, port: int) -> None:
         os.waitpid(pid, 0)
 
 
+def _here(serve: Callable[[str, int], None], root: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+    """``serve`` (serve_files or serve_floor of this module) over ``root`` in a process of its own."""
+    return subprocess.Popen([sys.executable, "-c", f"from bench.dav import {serve.__name__}; "
+                             f"{serve.__name__}({str(root)!r}, {port})"], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 class Target:
     def __init__(self, name: str, base: str, folder: str, new_folder: Callable[[int], str],
                  proc: subprocess.Popen) -> None:
@@ -342,9 +349,7 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peers: list[str], wo
         targets = [Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
                           lambda r: f"org/{org}/guilds/{guilds[r]}", hf)]
         port = free_port()
-        ref = subprocess.Popen([sys.executable, "-c", f"from bench.dav import serve_files; "
-                                f"serve_files({str(root)!r}, {port})"], cwd=REPO, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ref = _here(serve_files, root, port, env)
         procs.append(ref)
         targets.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
         if "rclone" in peers:
@@ -357,9 +362,7 @@ def run(conninfo: str, notes: int, creates: int, runs: int, peers: list[str], wo
                                   lambda r: f"rclone-creates-{r}", rc))
         if "floor" in peers:
             port = free_port()
-            fl = subprocess.Popen([sys.executable, "-c", f"from bench.dav import serve_floor; "
-                                   f"serve_floor({str(root)!r}, {port})"], cwd=REPO, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            fl = _here(serve_floor, root, port, env)
             procs.append(fl)
             targets.append(Target("floor", f"http://127.0.0.1:{port}", folder, lambda r: f"floor-creates-{r}", fl))
         for t in targets:
@@ -428,9 +431,7 @@ def scaling(conninfo: str, runs: int, peer: str | None = None, notes: int = 500,
                                         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 servers[f"--workers {workers}"] = (proc, f"http://127.0.0.1:{port}/dav/{folder}")
             port = free_port()
-            proc = subprocess.Popen([sys.executable, "-c", f"from bench.dav import serve_files; "
-                                     f"serve_files({str(root)!r}, {port})"], cwd=REPO, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = _here(serve_files, root, port, env)
             servers["files"] = (proc, f"http://127.0.0.1:{port}/{folder}")
             if peer == "rclone":
                 port = free_port()
