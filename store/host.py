@@ -392,13 +392,16 @@ class HostTree:
             onto = existing is not None or moved_away is not None
             if not (is_move and sfam is dfam and dfam.rename(conn, sfolder, sname, dfolder, dname, self.actor,
                                                              replace=overwrite, onto=onto, text=text)):
-                # Over an existing file (an editor's atomic save, or a replace): one new version of
-                # the target, keeping its identity, embeds and history; then the source goes.
-                dfam.write(conn, dfolder, dname, text, self.actor)
+                # Over an existing file (an editor's atomic save, or a replace), or into another
+                # family (a note onto task.md): the source goes first, so the rules on removing it
+                # are judged against the store as it is (a note's move onto the very task that
+                # embeds it is refused, as any move of an embedded note); then one new version of
+                # the target, keeping its identity, embeds and history.
                 if is_move and sfam is None:
                     scratch.delete(conn, self._uid, spath)
                 elif is_move:
                     sfam.delete(conn, sfolder, sname, self.actor)  # type: ignore[union-attr]
+                dfam.write(conn, dfolder, dname, text, self.actor)
             if is_move and sfam is not None:
                 properties.move(conn, spath, dpath)
                 leases.clear(conn, spath)

@@ -34,6 +34,25 @@ def test_layout_and_note_roundtrip(tree: HostTree, boot: dict[str, Any]) -> None
         tree.stat("org/999/x.md")
 
 
+def test_a_note_moved_onto_the_task_that_embeds_it_is_refused(tree: HostTree, boot: dict[str, Any]) -> None:
+    """The spec's rule on moving an embedded note holds when the destination is the embedding
+    task itself: the note is not soft-deleted by replacing the task's text with its own."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    note, task = f"org/{org}/guilds/{guild}/playbook.md", f"org/{org}/agents/{agent}/task.md"
+    tree.write(note, b"# Playbook\n")
+    tree.write(task, f"Follow ![[{note}]]".encode())
+    with pytest.raises(errors.Embedded, match="embeds it"):
+        tree.move(note, task)
+    assert tree.read(note) == b"# Playbook\n"
+    assert tree.read(task).decode().startswith(f"Follow ![[{note}]]")
+    # A note no task embeds may still replace the task (the operator's explicit replace).
+    tree.write(f"org/{org}/guilds/{guild}/next.md", b"Next task")
+    tree.move(f"org/{org}/guilds/{guild}/next.md", task)
+    assert tree.read(task).decode().startswith("Next task")
+    with pytest.raises(errors.NotFound):
+        tree.stat(f"org/{org}/guilds/{guild}/next.md")
+
+
 def test_tree_rules_shared_by_both_front_ends(tree: HostTree, boot: dict[str, Any], db: Database) -> None:
     g = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
     with pytest.raises(errors.NotANote, match="notes are flat"):
