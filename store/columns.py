@@ -250,8 +250,9 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
 def _rename_problems(raw: list, previous: Sequence[Column]) -> list[str]:
     old = [c.name for c in previous]
     # Names the new list keeps as they are (a swap renames both, so neither is kept).
-    kept = {item.get("name") for item in raw
-            if isinstance(item, dict) and item.get("rename_from") in (None, item.get("name"))}
+    # (A name that is not a string is a problem of its own, reported by _parse_one.)
+    kept = {item["name"] for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
+            and item.get("rename_from") in (None, item["name"])}
     sources: dict[str, str] = {}
     problems: list[str] = []
     for index, item in enumerate(raw):

@@ -52,7 +52,9 @@ def utc_iso(moment: datetime) -> str:
 def parse_datetime(value: str) -> datetime | str:
     """The aware datetime, or the reason it is not one ('unparsable' or 'no timezone')."""
     text = value.strip()
-    if len(text) < 10 or not text[:4].isdigit():
+    # ASCII and printable only: fromisoformat stops reading at a NUL, so "…Z\x00 anything" would
+    # pass as the datetime before it.
+    if len(text) < 10 or not text[:4].isdigit() or not (text.isascii() and text.isprintable()):
         return "unparsable"
     try:
         moment = datetime.fromisoformat(text.replace("z", "Z"))

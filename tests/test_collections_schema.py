@@ -112,6 +112,11 @@ def test_unknown_rename_from_and_two_unique_columns_are_one_422(server, operator
     one = operator.get(f"{server.url}/api/collections/{made['id']}").json()
     assert one["name"] == "t" and [c["name"] for c in one["columns"]] == ["a", "b"]
     assert live_records(db, made["id"]) == before
+    # A name that is not a string is a problem like any other, never a 500.
+    for name in (["x"], {"x": 1}):
+        r = _patch(operator, server.url, made["id"], columns=[dict(col("a"), name=name), col("b")])
+        assert r.status_code == 422, r.text
+        assert r.json()["problems"][0].startswith("column 1: name ") and "is not a column name" in r.json()["problems"][0]
     # rename_from belongs to changes only.
     r = operator.post(f"{server.url}/api/collections", json={"name": "n", "purpose": "p",
                                                               "columns": [col("a", rename_from="b")]})

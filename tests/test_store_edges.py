@@ -3,6 +3,7 @@ writers, values at the limits of their type, names that look like others (Unicod
 trailing newline, NFD text), and schema changes whose outcome depended on row order."""
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -99,14 +100,15 @@ def test_if_none_match_on_memory_and_a_new_note_still_creates(tree: HostTree, bo
 
 # --- 2. datetimes whose UTC form leaves years 1..9999 ------------------------------------------------
 
-@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00",
+                                  "2024-05-01T09:30:00Z\x00 not a date at all"])
 def test_datetime_past_the_year_limits_is_an_unparsable_datetime(db, service, boot, when: str) -> None:
     collection(db, service, boot, "leads", [{"name": "email", "type": "text", "description": "d"},
                                             {"name": "when", "type": "datetime", "description": "d"}])
     with pytest.raises(errors.Invalid) as exc:
         tool(db, service, boot, "record_add", collection="leads", body={"email": "a", "when": when})
-    assert exc.value.problems == [f'column "when": unparsable datetime; got "{when}"; send ISO 8601 with a '
-                                  "timezone, such as 2024-05-01T09:30:00Z"]
+    assert exc.value.problems == [f'column "when": unparsable datetime; got {json.dumps(when)}; send ISO 8601 '
+                                  "with a timezone, such as 2024-05-01T09:30:00Z"]
     with pytest.raises(errors.Invalid, match="since: expected an ISO 8601 timestamp"):
         tool(db, service, boot, "record_list", collection="leads", since=when)
     with pytest.raises(errors.Invalid, match='where "when": expected an ISO 8601 datetime'):
