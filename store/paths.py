@@ -68,6 +68,19 @@ def key_problem(key: object) -> str | None:
     return None
 
 
+def side_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be given to a new note or script, or None: WebDAV and the mount take it
+    for an editor's or a program's side file (is_side_file) and keep it in the user's scratch
+    area, so a note under it would be listed there but never read, saved or deleted through them.
+    Checked where a name is given (a note or script written anew, a rename), not where one is
+    read: a note that already has such a name stays readable and removable."""
+    if not is_side_file(nfc(name)):
+        return None
+    return (f"the name {name!r} has the form editors and programs give their temporary, backup and lock "
+            "files (tmp and 8 letters or digits, ~$name, name.md.tmp.x, name.md.sb-x), which file clients "
+            "keep out of the notes; choose another name, such as summary.md")
+
+
 def check_note_key(key: object, level: Level) -> str:
     """The NFC key, or Invalid saying why it cannot name a note at ``level``."""
     problem = key_problem(key)

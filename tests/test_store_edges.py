@@ -307,3 +307,31 @@ def test_records_with_a_blank_unique_value_stay_separate(db, service, boot) -> N
     tool(db, service, boot, "record_add", collection="leads", body={"email": "a@x"})
     assert tool(db, service, boot, "record_add", collection="leads", body={"email": " A@X "})["note"] == \
         "merged into existing record 4"
+
+
+# --- names WebDAV and the mount take for side files ----------------------------------------------
+
+@pytest.mark.parametrize("key", ["tmp_summary.md", "~$budget.md", "a.md.tmp.md", "x.md.sb-y.md"])
+def test_a_side_files_name_is_given_to_no_new_note(db, service, boot, tree: HostTree, key: str) -> None:
+    """A note under a name file clients keep as a side file would be listed there but never read,
+    saved or deleted through them: such a name is refused for a new note or a rename, with a
+    sentence, by every front end that names notes (tools, web app); a note that already holds one
+    (written before the rule) stays readable, writable and removable."""
+    org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
+    with pytest.raises(errors.Invalid, match="has the form editors and programs give their temporary"):
+        tool(db, service, boot, "note_write", level="guild", key=key, content="kept")
+    tool(db, service, boot, "note_write", level="guild", key="summary.md", content="s")
+    with pytest.raises(errors.Invalid, match="choose another name"), db.transaction() as conn:
+        notes.move_note(conn, (org, "guild", guild, "summary.md"), (org, "guild", guild, key), SYSTEM,
+                        replace=False)
+    with pytest.raises(errors.Invalid, match="choose another name|is not allowed"):  # (~$ is no script name)
+        tool(db, service, boot, "script_write", name=key.removesuffix(".md") + ".py", content="print()")
+    # Written before the rule: still a note for the tools.
+    path = f"org/{org}/guilds/{guild}/{key}"
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, guild_id, key, display_path, content)"
+                     " VALUES (%s, 'note', 'guild', %s, %s, %s, 'old')", (org, guild, key, path))
+    assert tool(db, service, boot, "note_get", path=path)["content"] == "old"
+    assert tool(db, service, boot, "note_write", level="guild", key=key, content="new")["version"] == 2
+    tool(db, service, boot, "note_delete", path=path)
+    assert tree.stat(f"org/{org}/guilds/{guild}/summary.md").version == 1  # the refused move moved nothing

@@ -251,6 +251,27 @@ def test_a_new_note_at_a_name_finder_has_locked_is_refused(boot, server, operato
     assert operator.get(f"{server.url}/dav/{path}").status_code == 404
 
 
+def test_a_side_files_name_is_refused_for_a_new_note_and_a_rename(boot, server, service, operator) -> None:
+    """WebDAV and the mount keep names like tmp_summary.md as side files: the web app gives such a
+    name to no note. A rename to one used to answer "Renamed." while the note stayed where it was,
+    hidden from its author's file clients for two minutes."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/new").text)
+    made = s.post(f"{server.url}/notes/new",
+                  data={"csrf_token": token, "scope": "org", "name": "tmp_summary", "content": "typed here\n"})
+    assert made.status_code == 422 and "choose another name" in made.text and "typed here" in made.text
+    assert note_get(server, service, agent, f"org/{org}/tmp_summary.md").status_code == 404
+    made = s.post(f"{server.url}/notes/new",
+                  data={"csrf_token": token, "scope": "org", "name": "styles", "content": "s\n"})
+    assert made.status_code == 200 and "Note created." in made.text
+    renamed = s.post(f"{server.url}/notes/rename/org/{org}/styles.md",
+                     data={"csrf_token": token, "scope": "org", "name": "tmp_styleno.md"})
+    assert renamed.status_code == 422 and "choose another name" in renamed.text
+    assert operator.get(f"{server.url}/dav/org/{org}/styles.md").content == b"s\n"
+    assert operator.get(f"{server.url}/dav/org/{org}/tmp_styleno.md").status_code == 404
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)

@@ -29,7 +29,7 @@ from store import embeds, files, notes, orgs
 from store.errors import (AlreadyExists, Embedded, Invalid, Locked, NotANote, NotFound, PreconditionFailed,
                           StoreError, TooLarge)
 from store.host import HostTree
-from store.paths import Target, check_note_key, nfc, note_path, parse
+from store.paths import Target, check_note_key, nfc, note_path, parse, side_name_problem
 from web.errors import status_of
 from web.provenance import strip as provenance
 from web.security import db, login_required, principal, session
@@ -401,6 +401,10 @@ def rename(display_path: str) -> ResponseReturnValue:
         # The store's key rule before the path is built: "a/b.md" would otherwise name a folder
         # that does not exist, and be answered as one.
         key = check_note_key(key, level)  # type: ignore[arg-type]
+        # The Host tree takes a move to a side file's name for an editor's rename-away save (the
+        # note stays, hidden from this user a while); asked for by name here, it is a rename.
+        if (problem := side_name_problem(key)) is not None:
+            raise Invalid(problem, [f"name: {problem}"])
         new_path = note_path(target.org_id, level, owner_id, key)  # type: ignore[arg-type]
         if new_path == target.path:
             return redirect(note_url(target.path, done="unchanged"))
