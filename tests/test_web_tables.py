@@ -15,7 +15,7 @@ def test_create_a_table_with_the_columns_editor(browser: Browser, boot, operator
     browser.fill({"name": "leads", "purpose": "Sales leads the scouts find", "owner": str(boot["guild_id"]),
                   "col-0-name": "email", "col-0-description": "contact address", "col-0-required": "1",
                   "col-0-unique": "1",
-                  "col-1-name": "status", "col-1-description": "pipeline state", "col-1-values": "new, won, lost",
+                  "col-1-name": "status", "col-1-description": "pipeline state", "col-1-values": "new\nwon\nlost",
                   "col-2-name": "score", "col-2-type": "number", "col-2-description": "lead score"})
     browser.button("Add another column").click()
     browser.fill({"col-4-name": "vip", "col-4-type": "boolean", "col-4-description": "important"})
@@ -42,6 +42,32 @@ def test_a_refused_definition_shows_the_stores_sentences_and_keeps_the_rows(brow
     assert browser.find('[name="col-1-name"]').get_attribute("value") == "when"
     browser.shot("refused-definition")
     assert ok(operator.get(f"{server.url}/api/collections"))["collections"] == []
+
+
+def test_listed_values_with_commas_survive_a_save_of_the_purpose(browser: Browser, boot, operator, server,
+                                                                  db) -> None:
+    """The editor sends every column on each save; listed values are one per line, so a value
+    holding a comma (or spaces, or, through the API, a line break) comes back as it was: with
+    comma-separated values a purpose-only save turned "11-1,000" into "11-1" and "000"."""
+    listed = ["1-10", "11-1,000", "1,001+", " padded ", "two\nlines"]
+    sizes = make_collection(db, boot["org_id"], "sizes", [
+        {"name": "size", "type": "text", "description": "company size", "required": False, "unique": False,
+         "values": listed}])
+    ok(operator.post(f"{server.url}/api/collections/{sizes['id']}/records", json={"body": {"size": "1,001+"}}), 201)
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{sizes['id']}/columns")
+    browser.fill({"purpose": "companies by size"})
+    browser.shot("columns-values")
+    browser.press("Save")
+    assert "Columns saved" in browser.text()
+    got = ok(operator.get(f"{server.url}/api/collections/{sizes['id']}"))
+    assert got["purpose"] == "companies by size" and got["columns"][0]["values"] == listed
+    # Typed: one value a line, commas and all; blank lines are skipped.
+    browser.fill({"col-0-values": "small, under 10\nlarge\n\n1,001+\n"})
+    browser.press("Save")
+    assert "Columns saved" in browser.text()
+    got = ok(operator.get(f"{server.url}/api/collections/{sizes['id']}"))
+    assert got["columns"][0]["values"] == ["small, under 10", "large", "1,001+"]
 
 
 def test_rename_retype_and_remove_columns(browser: Browser, boot, operator, server, db) -> None:

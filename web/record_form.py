@@ -16,6 +16,9 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
+from store.columns import stored_columns
+from store.values import check_value
+
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 _LOCAL_DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?\Z")
 _COLUMN_PROBLEM = re.compile(r'column "([a-z][a-z0-9_]*)": ')
@@ -39,6 +42,10 @@ class Field:
 
 def widget_of(column: Mapping[str, Any], text: Any = "") -> str:
     kind, values = column["type"], column.get("values")
+    if kind == "datetime" and isinstance(text, str) and text and not _LOCAL_DATETIME.match(text):
+        # A stored value that is no datetime (the column was retyped): a date input would show it
+        # blank, and an untouched save would clear it.
+        return "text"
     if kind == "text":
         if values:
             return "select"
@@ -137,14 +144,18 @@ def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, A
                      record: Mapping[str, Any], misfits: Sequence[str] = ()) -> dict[str, Any]:
     """The columns whose input differs from the record as the form showed it; an emptied input
     sends null, which clears an optional column (and the store refuses it for a required one).
-    A column whose stored value no longer fits it (``misfits``, the store's lines) is sent as its
-    input reads: the form showed that value in the column's type, and saving stores what it showed."""
+    A column whose stored value no longer fits it (``misfits``, the store's lines) and whose input
+    was left as shown is sent only when what it shows now fits (true shown as the text "true"):
+    saving stores what the form showed. What does not fit stays stored as it is, as the spec keeps
+    a retyped column's values, and the notice stays."""
     refit = {m.group(1) for m in map(_COLUMN_PROBLEM.match, misfits) if m}
     patch: dict[str, Any] = {}
-    for c in columns:
+    for column, c in zip(stored_columns(list(columns)), columns):
         name = c["name"]
-        if name in refit or changed(c, typed.get(name, ""), record.get(name)):
-            patch[name] = value_of(c, typed.get(name, ""))
+        value = value_of(c, typed.get(name, ""))
+        if changed(c, typed.get(name, ""), record.get(name)) or (
+                name in refit and value is not None and check_value(column, value)[1] is None):
+            patch[name] = value
     return patch
 
 
@@ -166,9 +177,12 @@ def fields(columns: Sequence[Mapping[str, Any]], texts: Mapping[str, Any],
     out = []
     for c in columns:
         text = texts.get(c["name"], [] if c["type"] == "array" and c.get("values") else "")
+        options = list(c.get("values") or [])
+        if isinstance(text, list):  # stored items the list no longer has: shown, checked, kept
+            options += [t for t in text if t not in options]
         out.append(Field(name=c["name"], type=c["type"], widget=widget_of(c, text),
                          description=c.get("description", ""), required=bool(c.get("required")),
-                         unique=bool(c.get("unique")), text=text, options=list(c.get("values") or []),
+                         unique=bool(c.get("unique")), text=text, options=options,
                          problems=list((problems or {}).get(c["name"], []))))
     return out
 

@@ -113,7 +113,7 @@
       const last = rows[rows.length - 1];
       const copy = last.cloneNode(true);
       const index = rows.length;
-      copy.querySelectorAll("input, select").forEach((el) => {
+      copy.querySelectorAll("input, select, textarea").forEach((el) => {
         el.name = el.name.replace(/^col-\d+-/, "col-" + index + "-");
         if (el.type === "checkbox") el.checked = false;
         else if (el.tagName === "SELECT") el.selectedIndex = 0;
