@@ -277,6 +277,22 @@ def test_values_the_columns_no_longer_accept_survive_a_save_of_another_field(
         "Ada King", "active", 36, ["en", "fr"], "\n\nLondon\n  north")
 
 
+def test_a_typed_number_is_stored_exactly_or_refused(boot, people, operator, server) -> None:
+    """What is typed in a number field is the number stored: a 20-digit integer stays exact (it
+    became a float), and text only float() reads as a number ("1_000", other scripts' digits) is
+    refused with the store's sentence instead of stored as 1000."""
+    s = web_login(server, boot["email"], boot["password"])
+    base = f"{server.url}/databases/{people['id']}/records"
+    token = csrf_of(s.get(f"{base}/new").text)
+    r = s.post(f"{base}/new", data={"csrf_token": token, "name": "Big", "age": "12345678901234567890"})
+    assert r.status_code == 200 and "Record 1" in r.text
+    assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records/1"))["age"] == 12345678901234567890
+    for typed in ("1_000", "\u0661\u0662\u0663", "inf"):
+        r = s.post(f"{base}/new", data={"csrf_token": token, "name": f"Typed {typed}", "age": typed})
+        assert r.status_code == 422 and "expected number" in r.text, typed
+    assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 1
+
+
 def test_a_stale_edit_says_so_and_shows_the_newer_values(browser: Browser, boot, people, operator, server) -> None:
     seed_people(operator, server, people)
     browser.login(boot["email"], boot["password"])

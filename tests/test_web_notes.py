@@ -280,6 +280,21 @@ def test_a_side_files_name_is_refused_for_a_new_note_and_a_rename(boot, server, 
     assert operator.get(f"{server.url}/dav/org/{org}/tmp_styleno.md").status_code == 404
 
 
+def test_a_new_note_over_the_owners_cap_keeps_what_was_typed(boot, server, db) -> None:
+    """At 10 000 live notes the store refuses one more with its sentence; the New note form comes
+    back with the text still in it."""
+    org = boot["org_id"]
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, key, display_path, content)"
+                     " SELECT %s, 'note', 'org', 'n' || i || '.md', %s || 'n' || i || '.md', 'x'"
+                     " FROM generate_series(1, 10000) AS i", (org, f"org/{org}/"))
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/new").text)
+    made = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": "org", "name": "one more",
+                                                   "content": "a long draft typed here\n"})
+    assert made.status_code == 422 and "10,000" in made.text and "a long draft typed here" in made.text
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)

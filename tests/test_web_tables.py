@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tests.web_browser import Browser, browser, chromium, web_login  # noqa: F401 - fixtures
+from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
 from web import live
 from test_records_support import PEOPLE, call_tool, make_collection, ok
 
@@ -68,6 +68,23 @@ def test_listed_values_with_commas_survive_a_save_of_the_purpose(browser: Browse
     assert "Columns saved" in browser.text()
     got = ok(operator.get(f"{server.url}/api/collections/{sizes['id']}"))
     assert got["columns"][0]["values"] == ["small, under 10", "large", "1,001+"]
+
+
+def test_a_table_over_the_limit_keeps_the_form_as_typed(boot, server, db) -> None:
+    """The 101st table, or one for a guild that does not exist, is refused with the store's
+    sentence on the form, what was typed still in it (not a bare error page)."""
+    for i in range(100):
+        make_collection(db, boot["org_id"], f"t{i}", [{"name": "a", "type": "text", "description": "d",
+                                                       "required": False, "unique": False}])
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/databases/new").text)
+    form = {"csrf_token": token, "name": "one_more", "purpose": "typed purpose", "owner": "",
+            "col-0-name": "email", "col-0-type": "text", "col-0-description": "typed description"}
+    r = s.post(f"{server.url}/databases/new", data=form)
+    assert r.status_code == 422 and "the most it can hold (100)" in r.text, (r.status_code, r.text[:300])
+    assert "typed purpose" in r.text and "typed description" in r.text
+    r = s.post(f"{server.url}/databases/new", data=dict(form, owner="999"))
+    assert r.status_code == 404 and "typed purpose" in r.text
 
 
 def test_rename_retype_and_remove_columns(browser: Browser, boot, operator, server, db) -> None:

@@ -85,7 +85,7 @@ def create_table() -> ResponseReturnValue:
         body["guild_id"] = _guild_id(form["owner"])
     try:
         c = colls.create_collection(db(), principal(), session().org_id, body)
-    except (Invalid, Conflict) as exc:
+    except (Invalid, Conflict, LimitReached, NotFound) as exc:  # the form again, as it was typed
         return render_template("databases/new.html", nav="databases", form=form,
                                rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
                                types=columns_form.types(), error=exc.message.split("\n")[0],

@@ -26,8 +26,8 @@ from markupsafe import Markup
 
 from store import collections as colls
 from store import embeds, files, notes, orgs
-from store.errors import (AlreadyExists, Embedded, Invalid, Locked, NotANote, NotFound, PreconditionFailed,
-                          StoreError, TooLarge)
+from store.errors import (AlreadyExists, Embedded, Invalid, LimitReached, Locked, NotANote, NotFound,
+                          PreconditionFailed, StoreError, TooLarge)
 from store.host import HostTree
 from store.paths import Target, check_note_key, nfc, note_path, parse, side_name_problem
 from web.errors import status_of
@@ -246,7 +246,7 @@ def create_note() -> ResponseReturnValue:
             level, owner_id = parse_scope(form["scope"], orgs.directory(conn, principal(), org_id))
             row = notes.write_note(conn, org_id, level, owner_id, _key_from(form["name"]), content,
                                    principal().actor, create_only=True, honour_leases=True)
-    except (Invalid, AlreadyExists, TooLarge, Locked) as exc:
+    except (Invalid, AlreadyExists, TooLarge, Locked, LimitReached) as exc:  # the form again, as typed
         with db().connection() as conn:
             choices = _scope_choices(conn, org_id)
         return render_template("notes/new.html", nav="notes", form=form, choices=choices,

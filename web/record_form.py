@@ -19,7 +19,8 @@ from werkzeug.datastructures import MultiDict
 from store.columns import stored_columns
 from store.values import check_value
 
-_INTEGER = re.compile(r"-?[0-9]+\Z")
+_INTEGER = re.compile(r"[-+]?[0-9]+\Z")
+_DECIMAL = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
 _LOCAL_DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?\Z")
 _COLUMN_PROBLEM = re.compile(r'column "([a-z][a-z0-9_]*)": ')
 TYPE_LABELS = {"text": "text", "number": "number", "boolean": "yes / no", "datetime": "date and time (UTC)",
@@ -109,12 +110,13 @@ def value_of(column: Mapping[str, Any], text: Any) -> Any:
     if stripped == "":
         return None
     if kind == "number":
-        if _INTEGER.match(stripped) and len(stripped) <= 18:
+        # JSON's number syntax only: float() also takes "1_000", "inf" and other scripts' digits,
+        # which would store a number the person did not type. An integer stays exact at any length.
+        if _INTEGER.match(stripped):
             return int(stripped)
-        try:
-            number = float(stripped)
-        except ValueError:
+        if not _DECIMAL.match(stripped):
             return stripped
+        number = float(stripped)
         return number if math.isfinite(number) else stripped
     if kind == "boolean":
         return {"true": True, "false": False}.get(stripped, stripped)
