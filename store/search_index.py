@@ -44,10 +44,16 @@ _BATCH_SQL = """
               FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
             WINDOW w AS (ORDER BY id) ORDER BY id LIMIT %(batch)s) AS first
      WHERE n = 1 OR upto <= %(bytes)s"""
+# The rows are locked first with SKIP LOCKED: a row a write holds is left for a later batch. So
+# the indexer never waits for a lock, and cannot close a deadlock with a transaction that writes
+# two notes (a move over a note takes both rows, in whichever order): PostgreSQL would end one of
+# the two, and it could be the person's save.
 _STORE_SQL = """
     UPDATE artifacts a SET note_search = v.vector, note_search_version = v.version
       FROM note_batch AS v
-     WHERE a.id = v.id AND a.version = v.version AND a.deleted_at IS NULL AND a.note_search_pending"""
+     WHERE a.id = v.id AND a.version = v.version AND a.deleted_at IS NULL AND a.note_search_pending
+       AND a.id IN (SELECT id FROM artifacts WHERE id IN (SELECT id FROM note_batch)
+                       ORDER BY id FOR UPDATE SKIP LOCKED)"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
 # a 256 KB note, but a pass must never stall on one): recorded as indexed with no vector, so it

@@ -173,6 +173,26 @@ def test_the_indexer_takes_big_notes_a_few_at_a_time_and_never_stalls(db, boot) 
         ("n1.md", False, False), ("n2.md", True, False), ("n3.md", False, False)]
 
 
+def test_the_indexer_waits_for_no_row_a_write_holds(db, boot) -> None:
+    """A transaction that writes two notes (a move over a note) holds both rows; the indexer
+    storing a batch that holds them too must not wait for either, or the two could deadlock and
+    PostgreSQL end the person's transaction. It leaves a held row for a later pass."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    with db.transaction() as conn:
+        for key in ("held.md", "free.md"):
+            notes.write_note(conn, org, "guild", guild, key, f"words of {key}", SYSTEM)
+    held = f"org/{org}/guilds/{guild}/held.md"
+    with db.transaction() as writer:
+        writer.execute("SELECT id FROM artifacts WHERE display_path = %s FOR UPDATE", (held,))
+        started = time.monotonic()
+        with db.connection() as conn:
+            conn.execute("SET lock_timeout = '5s'")
+            assert search_index.index_pending(conn) == 1
+            assert _pending(conn, held) and not _pending(conn, f"org/{org}/guilds/{guild}/free.md")
+        assert time.monotonic() - started < 2
+    assert _index(db) == 1
+
+
 def test_a_vector_computed_before_a_save_is_not_stored_for_it(db, boot) -> None:
     """The indexer computes vectors holding no lock (a save never waits for it), so a note can be
     saved between the computing and the storing: its old words must not be stored as its vector."""
