@@ -1,5 +1,6 @@
 """Open files: the store's write handles (store.handles.WriteHandle, the same layer the WebDAV PUT
-uses) with what FUSE keeps beside each one: its fh, its inode, and where it is in a close.
+uses) with what FUSE keeps beside each one: its fh, its inode, and where it is in a close. The
+open descriptions of one file share one body (store.handles.Body), as a disk's do.
 
 A note is one version per save, not one per ``write(2)``: the handle keeps the whole body in
 memory (a note is at most 256 KB; a write past that is refused as it comes) and the operations
@@ -19,11 +20,16 @@ class OpenFile(WriteHandle):
     """One open file description (one ``fh``)."""
 
     def __init__(self, fh: int, ino: int, tree: Tree, path: str, *, writable: bool,
-                 data: bytes | None = None, new: bool = False, node: Any = None) -> None:
-        super().__init__(tree, path, new=new, data=data)
+                 data: bytes | None = None, new: bool = False, node: Any = None,
+                 share: OpenFile | None = None) -> None:
+        super().__init__(tree, path, new=new, data=data, body=share.body if share is not None else None)
         self.fh, self.ino, self.writable = fh, ino, writable
-        # The last Node the store gave for this file (stat at open, or the commit's result).
-        self.node = node
+        if share is None:
+            # The last Node the store gave for this file (stat at open, or the commit's result).
+            self.node = node
+        # Opened with O_APPEND: each write goes to the end of the body as it is then, whatever
+        # offset the kernel computed from a size it may have kept from before a change.
+        self.appending = False
         # Created with O_EXCL ("it is not there"): the first commit is a create-only write
         # (If-None-Match: *), so a rename-away save cannot overwrite a version saved meanwhile.
         self.exclusive = False
@@ -56,9 +62,11 @@ class HandleTable:
         return len(self._open)
 
     def open(self, ino: int, path: str, *, writable: bool, data: bytes | None = None,
-             new: bool = False, node: Any = None) -> OpenFile:
+             new: bool = False, node: Any = None, share: OpenFile | None = None) -> OpenFile:
+        """A new open file; with ``share``, one more description of that handle's file, reading
+        and writing the same body."""
         handle = OpenFile(next(self._serial), ino, self._tree, path, writable=writable, data=data, new=new,
-                          node=node)
+                          node=node, share=share)
         self._open[handle.fh] = handle
         return handle
 
@@ -74,6 +82,10 @@ class HandleTable:
     def on_inode(self, ino: int) -> list[OpenFile]:
         return [h for h in self._open.values() if h.ino == ino]
 
+    def sharing(self, ino: int) -> OpenFile | None:
+        """An open file on ``ino`` whose body a new description of it shares (the newest)."""
+        return next((h for h in reversed(self._open.values()) if h.ino == ino and not h.orphaned), None)
+
     def pending_new(self, ino: int) -> OpenFile | None:
         """A handle that created ``ino`` and has not committed it yet."""
         return next((h for h in self._open.values() if h.ino == ino and h.new and not h.orphaned), None)
@@ -85,7 +97,8 @@ class HandleTable:
         return writers[-1] if writers else None
 
     def dirty_writers(self, ino: int) -> list[OpenFile]:
-        """The handles on ``ino`` holding bytes not committed yet, oldest first."""
+        """The handles on ``ino`` holding bytes not committed yet, oldest first (descriptions of
+        one open file share their body: any of them commits it)."""
         return [h for h in self._open.values() if h.ino == ino and h.needs_commit]
 
     def created_in(self, folder: str) -> list[OpenFile]:

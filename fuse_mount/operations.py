@@ -424,26 +424,25 @@ class HostOperations(pyfuse3.Operations):
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
         path = self._path(inode)
         writing = (flags & os.O_ACCMODE) != os.O_RDONLY
-        source = self.handles.dirty_writer(inode)
+        source = self.handles.sharing(inode)
         if source is not None:
-            # Another open file holds the newest bytes (not committed yet): start from those.
-            truncating = writing and bool(flags & os.O_TRUNC)
-            handle = self.handles.open(inode, path, writable=writing, node=source.node,
-                                       data=b"" if truncating else bytes(source.data))
-            handle.new, handle.dirty = source.new, truncating
+            # The file is open already: this description reads and writes the same body, as on a
+            # disk, so two writers of different parts (or two `>>` appenders) both keep their
+            # bytes, and a reader sees what was written and not yet saved.
+            if writing and not source.writable:
+                await self._writable("open", path)
+            handle = self.handles.open(inode, path, writable=writing, share=source)
+            handle.appending = writing and bool(flags & os.O_APPEND)
+            if writing and flags & os.O_TRUNC:
+                handle.empty()
             if writing and source.released:
                 # A held temp file opened again for more (`>` then `>>`): this handle carries
                 # its bytes from now on, so the writes that follow are kept with them.
-                handle.dirty = True
                 self.handles.close(source.fh)
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
             hit = self._peek(path)
-            node = hit[0] if hit is not None else await self._call("open", path, "stat", path)
-            if node.is_dir or not node.writable:
-                log.info("refused open for writing %s: the tree keeps it read-only (%s) [EACCES]",
-                         path, node.kind)
-                raise FUSEError(errno.EACCES)
+            node = await self._writable("open", path, hit)
             if flags & os.O_TRUNC:
                 # libfuse passes O_TRUNC to open (atomic_o_trunc): the save starts empty and
                 # becomes one version with the writes that follow.
@@ -453,6 +452,7 @@ class HostOperations(pyfuse3.Operations):
             # stat keeps the content for a moment, so this read is not a second query.
             data = hit[1] if hit is not None else await self._call("open", path, "read", path)
             handle = self.handles.open(inode, path, writable=True, data=data, node=node)
+            handle.appending = bool(flags & os.O_APPEND)
             return pyfuse3.FileInfo(fh=handle.fh)
         # Reading: the bytes are fetched at the first read, and the kernel may keep the pages it
         # already holds (keep_cache), so re-reading an unchanged note costs no call at all. A change
@@ -461,6 +461,14 @@ class HostOperations(pyfuse3.Operations):
         # Not for collections/: a schema change rewrites every record's JSON with one event for the
         # collection, none per record, so their pages must be read afresh at each open.
         return pyfuse3.FileInfo(fh=handle.fh, keep_cache="/collections/" not in f"/{path}")
+
+    async def _writable(self, operation: str, path: str, hit: tuple[Any, bytes] | None = None) -> Any:
+        """The file's node when it may be opened for writing, else EACCES."""
+        node = hit[0] if hit is not None else await self._call(operation, path, "stat", path)
+        if node.is_dir or not node.writable:
+            log.info("refused open for writing %s: the tree keeps it read-only (%s) [EACCES]", path, node.kind)
+            raise FUSEError(errno.EACCES)
+        return node
 
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
@@ -497,6 +505,8 @@ class HostOperations(pyfuse3.Operations):
         if not handle.writable:
             raise FUSEError(errno.EBADF)
         await self._load(handle)
+        if handle.appending:
+            off = handle.size  # (see OpenFile.appending)
         return self._in_memory("write", handle, handle.write, off, buf)
 
     def _in_memory(self, operation: str, handle: OpenFile, fn: Callable[..., Any], *args: Any) -> Any:
@@ -539,14 +549,19 @@ class HostOperations(pyfuse3.Operations):
             except FUSEError:
                 if created:
                     self._drop_phantom(handle)
+                else:
+                    # The kernel holds the refused bytes (its pages, the size): what the store
+                    # holds is read again, by it and by the file's open descriptions.
+                    await self._drop(handle.path)
                 raise
             if len(self.handles.on_inode(handle.ino)) == 1:
                 # (With other descriptors open on it, the kernel's pages mix what each one wrote:
                 # the event of this version then drops them, as one from elsewhere would.)
                 flight.kept = self._wrote_version(handle.path, node, serial)
-        # Other handles on the same file were reading the old body.
+        # Other handles on the same file (opened before it was, descriptions of another body)
+        # were reading the old body.
         for other in self.handles.on_inode(handle.ino):
-            if other is not handle:
+            if other.body is not handle.body:
                 other.reload(node)
 
     def _drop_phantom(self, handle: OpenFile) -> None:
@@ -726,7 +741,11 @@ class HostOperations(pyfuse3.Operations):
             await self._drop(path)
 
     async def _drop(self, path: str) -> None:
-        """Make the kernel (and the kept listings) forget ``path``."""
+        """Make the kernel (and the kept listings) forget ``path``, and the open descriptions of
+        it holding no unsaved bytes read it again (an appender then appends to the new text)."""
+        known = self.inodes.known(path)
+        for handle in self.handles.on_inode(known) if known is not None else ():
+            handle.reload(None)
         self._drop_listings(path)
         self.written.pop_below(path)
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own

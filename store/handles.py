@@ -39,25 +39,50 @@ class Tree(Protocol):
               if_unmodified_since: object = None) -> object: ...
 
 
-class WriteHandle:
-    """One open file description: its body and whether it must be committed."""
+class Body:
+    """A file's bytes as they are being written, and what goes with them. Every open description
+    of one file shares its Body (the FUSE mount), as a disk's descriptors share one file: two
+    writers of different parts, or two appenders, both keep their bytes, whichever commits."""
 
-    def __init__(self, tree: Tree, path: str, *, new: bool = False, data: bytes | None = None) -> None:
-        self.tree, self.path = tree, path
-        self.new = new
-        # The body as of open (read lazily) plus this handle's writes; None until first needed.
-        self._data: bytearray | None = bytearray(b"" if new else data) if (new or data is not None) else None
+    __slots__ = ("data", "new", "dirty", "node", "changes", "refusal")
+
+    def __init__(self, data: bytearray | None, *, new: bool) -> None:
+        # The body as of open (read lazily) plus the writes since; None until first needed.
+        self.data = data
+        self.new = new          # a file being created: nothing in the store yet
         self.dirty = new        # differs from what the store holds
-        self.wrote = False      # received bytes since open or the last commit
-        self.orphaned = False   # unlinked or renamed over while open
         self.node: object = None  # what the last commit returned
         # Changes to the body so far. A commit runs in a worker thread (the FUSE mount), and a
-        # write on the same descriptor may land while it runs: the commit settles only the
-        # changes it took, and a later one is still dirty (committed at the next flush/release).
-        self._changes = 0
+        # write may land while it runs: the commit settles only the changes it took, and a later
+        # one is still dirty (committed at the next flush/release).
+        self.changes = 0
         # A write that would pass the cap, refused as it came: the body is no longer what the
         # writer meant, so it is never committed; the commit reports this instead, once.
         self.refusal: StoreError | None = None
+
+
+def _shared(name: str) -> property:
+    return property(lambda self: getattr(self.body, name), lambda self, value: setattr(self.body, name, value))
+
+
+class WriteHandle:
+    """One open file description: its file's body (shared with the file's other descriptions when
+    ``body`` is given) and whether this description wrote since its last commit."""
+
+    _data = _shared("data")
+    new = _shared("new")
+    dirty = _shared("dirty")
+    node = _shared("node")
+    _changes = _shared("changes")
+    refusal = _shared("refusal")
+
+    def __init__(self, tree: Tree, path: str, *, new: bool = False, data: bytes | None = None,
+                 body: Body | None = None) -> None:
+        self.tree, self.path = tree, path
+        self.body = body if body is not None else Body(
+            bytearray(b"" if new else data) if (new or data is not None) else None, new=new)  # type: ignore[arg-type]
+        self.wrote = False      # received bytes since open or the last commit
+        self.orphaned = False   # unlinked or renamed over while open
 
     # -- the body ------------------------------------------------------------------------------
 
@@ -105,6 +130,13 @@ class WriteHandle:
 
     def append(self, buf: bytes) -> int:
         return self.write(self.size, buf)
+
+    def empty(self) -> None:
+        """open(O_TRUNC): the body is empty from now on (for every description of the file). Not
+        a write: a close before any write does not commit it (see flush)."""
+        self._data = bytearray()
+        self.dirty = True
+        self._changes += 1
 
     def truncate(self, size: int) -> None:
         self._check(size)
@@ -174,6 +206,7 @@ class WriteHandle:
         self.node = node
 
     def reload(self, node: object) -> None:
-        """Another handle committed this file: read the new body when next needed."""
+        """The file changed in the store (another writer committed it): read the new body when
+        next needed, unless this body holds bytes not committed yet."""
         if not self.dirty:
             self._data, self.node, self.new = None, node, False

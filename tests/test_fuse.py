@@ -497,6 +497,66 @@ def test_a_change_made_elsewhere_right_after_a_save_is_not_taken_for_the_save(mo
         assert mount.tree.read(f"org/{org}/race.md") == f"then saved here {k}\n".encode()
 
 
+def test_two_open_descriptors_of_one_note_both_keep_their_writes(mount: Mount) -> None:
+    """As on a disk, the open descriptions of one file share its bytes: two writers of different
+    parts both keep theirs, whichever closes last, and two `>>` appenders keep every line (each
+    descriptor used to hold its own copy: the last close won, and an appender's copy grew NUL
+    bytes up to the kernel's offset and was refused)."""
+    org = mount.boot["org_id"]
+    note = mount.org / "shared.md"
+    note.write_bytes(b"aaaa bbbb cccc\n")
+    a, b = os.open(note, os.O_WRONLY), os.open(note, os.O_WRONLY)
+    os.pwrite(a, b"AAAA", 0)
+    os.pwrite(b, b"CCCC", 10)
+    os.close(a)
+    os.close(b)
+    assert mount.tree.read(f"org/{org}/shared.md") == b"AAAA bbbb CCCC\n"
+    log = mount.org / "log.md"
+    log.write_bytes(b"")
+    first, second = os.open(log, os.O_WRONLY | os.O_APPEND), os.open(log, os.O_WRONLY | os.O_APPEND)
+    for i in range(3):
+        os.write(first, f"job1 line {i}\n".encode())
+        os.write(second, f"job2 line {i}\n".encode())
+    os.close(first)
+    os.close(second)
+    assert mount.tree.read(f"org/{org}/log.md") == b"".join(
+        f"job1 line {i}\njob2 line {i}\n".encode() for i in range(3))
+    assert "refused" not in mount.log()
+
+
+def test_an_appender_appends_to_a_change_made_elsewhere_while_it_was_open(mount: Mount) -> None:
+    """A descriptor with no unsaved bytes takes up a change made elsewhere (the event that drops
+    the kernel's pages drops its copy too): a long-lived `>>` writer appends to the new text
+    instead of saving the text it opened over it."""
+    org = mount.boot["org_id"]
+    note = mount.org / "journal.md"
+    note.write_bytes(b"v1\n")
+    fd = os.open(note, os.O_WRONLY | os.O_APPEND)
+    try:
+        mount.tree.write(f"org/{org}/journal.md", b"v2 from elsewhere, much longer\n")
+        eventually(lambda: note.read_bytes() == b"v2 from elsewhere, much longer\n", 1.0)
+        os.write(fd, b"appended\n")
+    finally:
+        os.close(fd)
+    assert mount.tree.read(f"org/{org}/journal.md") == b"v2 from elsewhere, much longer\nappended\n"
+
+
+def test_after_a_refused_save_the_mount_shows_what_the_store_holds(mount: Mount) -> None:
+    """A save the store refuses (bytes that are not UTF-8) reaches the writer at close, and the
+    kernel then forgets the refused bytes: cat and stat show the note as it is stored."""
+    org = mount.boot["org_id"]
+    note = mount.org / "kept.md"
+    note.write_bytes(b"hello world\n")
+    assert note.read_bytes() == b"hello world\n"
+    fd = os.open(note, os.O_WRONLY)
+    os.pwrite(fd, b"\xff", 0)
+    with pytest.raises(OSError) as refused:
+        os.close(fd)
+    assert refused.value.errno == errno.EINVAL
+    assert mount.tree.read(f"org/{org}/kept.md") == b"hello world\n"
+    assert note.read_bytes() == b"hello world\n" and note.stat().st_size == 12
+
+
 def test_agent_note_write_shows_up_within_a_second(mount: Mount) -> None:
     org, guild, agent = mount.boot["org_id"], mount.boot["guild_id"], mount.boot["agent_id"]
     folder = mount.org / "guilds" / str(guild)
