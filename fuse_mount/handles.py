@@ -30,9 +30,6 @@ class OpenFile(WriteHandle):
         # Opened with O_APPEND: each write goes to the end of the body as it is then, whatever
         # offset the kernel computed from a size it may have kept from before a change.
         self.appending = False
-        # Created with O_EXCL ("it is not there"): the first commit is a create-only write
-        # (If-None-Match: *), so a rename-away save cannot overwrite a version saved meanwhile.
-        self.exclusive = False
         # Closed by its process but kept (a side file held for the rename that usually follows).
         self.released = False
         # Flushed (a close) since its last write: what it holds is what a process closed, even if

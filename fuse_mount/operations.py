@@ -437,7 +437,9 @@ class HostOperations(pyfuse3.Operations):
                 handle.empty()
             if writing and source.released:
                 # A held temp file opened again for more (`>` then `>>`): this handle carries
-                # its bytes from now on, so the writes that follow are kept with them.
+                # its bytes from now on (and commits them), so the writes that follow are kept
+                # with them.
+                handle.owes = source.owes
                 self.handles.close(source.fh)
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
@@ -446,8 +448,8 @@ class HostOperations(pyfuse3.Operations):
             if flags & os.O_TRUNC:
                 # libfuse passes O_TRUNC to open (atomic_o_trunc): the save starts empty and
                 # becomes one version with the writes that follow.
-                handle = self.handles.open(inode, path, writable=True, data=b"", node=node)
-                handle.dirty = True
+                handle = self.handles.open(inode, path, writable=True, node=node)
+                handle.empty()
                 return pyfuse3.FileInfo(fh=handle.fh)
             # stat keeps the content for a moment, so this read is not a second query.
             data = hit[1] if hit is not None else await self._call("open", path, "read", path)
@@ -532,8 +534,9 @@ class HostOperations(pyfuse3.Operations):
             await self._commit_locked(handle, operation, at_flush=at_flush)
 
     async def _commit_locked(self, handle: OpenFile, operation: str, *, at_flush: bool = False) -> None:
-        """Write the handle's body as one new version (nothing if it has not changed)."""
-        if not handle.needs_commit:
+        """Write the handle's body as one new version (nothing if it has not changed, or if this
+        description did not change it: a reader's close never saves a writer's unfinished body)."""
+        if not handle.needs_commit or not handle.owes:
             return
         if at_flush and not handle.wrote:
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
@@ -745,7 +748,7 @@ class HostOperations(pyfuse3.Operations):
         it holding no unsaved bytes read it again (an appender then appends to the new text)."""
         known = self.inodes.known(path)
         for handle in self.handles.on_inode(known) if known is not None else ():
-            handle.reload(None)
+            handle.reload(handle.node)
         self._drop_listings(path)
         self.written.pop_below(path)
         # A folder's node is kept until it goes (not when a file in it changes: this mount's own
@@ -771,6 +774,8 @@ class HostOperations(pyfuse3.Operations):
         self._folders.clear()
         self.written.clear()
         self.own.clear()
+        for handle in self.handles.all():  # (those holding unsaved bytes keep them)
+            handle.reload(handle.node)
         for ino in self.inodes.bound():
             await trio.to_thread.run_sync(functools.partial(_invalidate_inode, ino))
 

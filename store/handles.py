@@ -44,12 +44,15 @@ class Body:
     of one file shares its Body (the FUSE mount), as a disk's descriptors share one file: two
     writers of different parts, or two appenders, both keep their bytes, whichever commits."""
 
-    __slots__ = ("data", "new", "dirty", "node", "changes", "refusal")
+    __slots__ = ("data", "new", "exclusive", "dirty", "node", "changes", "refusal")
 
     def __init__(self, data: bytearray | None, *, new: bool) -> None:
         # The body as of open (read lazily) plus the writes since; None until first needed.
         self.data = data
         self.new = new          # a file being created: nothing in the store yet
+        # Created with O_EXCL ("it is not there"): its first commit, by whichever description,
+        # is a create-only write (If-None-Match: *).
+        self.exclusive = False
         self.dirty = new        # differs from what the store holds
         self.node: object = None  # what the last commit returned
         # Changes to the body so far. A commit runs in a worker thread (the FUSE mount), and a
@@ -71,6 +74,7 @@ class WriteHandle:
 
     _data = _shared("data")
     new = _shared("new")
+    exclusive = _shared("exclusive")
     dirty = _shared("dirty")
     node = _shared("node")
     _changes = _shared("changes")
@@ -82,6 +86,10 @@ class WriteHandle:
         self.body = body if body is not None else Body(
             bytearray(b"" if new else data) if (new or data is not None) else None, new=new)  # type: ignore[arg-type]
         self.wrote = False      # received bytes since open or the last commit
+        # Changed the body (wrote, truncated, emptied it at open, or created the file) and has not
+        # committed since: only such a description commits at its close, so a reader's close, or
+        # a writer's that changed nothing, never saves another description's unfinished bytes.
+        self.owes = new
         self.orphaned = False   # unlinked or renamed over while open
 
     # -- the body ------------------------------------------------------------------------------
@@ -124,7 +132,7 @@ class WriteHandle:
         if offset > len(data):
             data.extend(b"\0" * (offset - len(data)))
         data[offset:end] = buf
-        self.dirty = self.wrote = True
+        self.dirty = self.wrote = self.owes = True
         self._changes += 1
         return len(buf)
 
@@ -135,7 +143,7 @@ class WriteHandle:
         """open(O_TRUNC): the body is empty from now on (for every description of the file). Not
         a write: a close before any write does not commit it (see flush)."""
         self._data = bytearray()
-        self.dirty = True
+        self.dirty = self.owes = True
         self._changes += 1
 
     def truncate(self, size: int) -> None:
@@ -145,7 +153,7 @@ class WriteHandle:
             del data[size:]
         else:
             data.extend(b"\0" * (size - len(data)))
-        self.dirty = self.wrote = True
+        self.dirty = self.wrote = self.owes = True
         self._changes += 1
 
     def _check(self, size: int) -> None:
@@ -182,7 +190,7 @@ class WriteHandle:
             return None
         if self.refusal is not None:
             refusal, self.refusal = self.refusal, None
-            self.dirty = self.wrote = self.new = False
+            self.dirty = self.wrote = self.new = self.owes = False
             raise refusal
         body, taken = bytes(self.data), self._changes
         try:
@@ -191,18 +199,18 @@ class WriteHandle:
         except StoreError:
             # Refused and reported now: not again at release, unless bytes came after it.
             if self._changes == taken:
-                self.dirty = self.wrote = self.new = False
+                self.dirty = self.wrote = self.new = self.owes = False
             raise
         self.new = False
         self.node = node
         if self._changes == taken:
-            self.dirty = self.wrote = False
+            self.dirty = self.wrote = self.owes = False
         return node
 
     def saved_as(self, node: object) -> None:
         """The body is now the store's version ``node`` (committed here, or carried by a move
         that wrote these bytes to another name)."""
-        self.dirty = self.wrote = self.new = False
+        self.dirty = self.wrote = self.new = self.owes = False
         self.node = node
 
     def reload(self, node: object) -> None:

@@ -388,6 +388,12 @@ class HostTree:
             text = _text(content, dname)
             moved_away = scratch.hiding(conn, self._uid, dpath) if existing is None else None
             if moved_away is not None:
+                if not overwrite and (now := storage.locked_version(conn, dpath)) not in (None, moved_away):
+                    # Overwrite off is MOVE's "it is not there", as If-None-Match: * is PUT's: it
+                    # holds for a name this user moved away only if nobody saved it since.
+                    raise PreconditionFailed(
+                        f"/{dpath} was saved by someone else (version {now}) after this save moved it away "
+                        f"at version {moved_away}; nothing was written: open it again and reapply the change")
                 self._unhide(conn, dpath)  # the editor's new file arrives at the hidden path
             onto = existing is not None or moved_away is not None
             if not (is_move and sfam is dfam and dfam.rename(conn, sfolder, sname, dfolder, dname, self.actor,
@@ -405,6 +411,11 @@ class HostTree:
             if is_move and sfam is not None:
                 properties.move(conn, spath, dpath)
                 leases.clear(conn, spath)
+            elif sfam is not None:
+                # A copy takes the source's dead properties too (RFC 4918 9.8.2), replacing the
+                # destination's own, as the file it replaced.
+                properties.clear(conn, dpath)
+                properties.copy(conn, spath, dpath)
             return self._family_node(conn, dfolder, dname, dfam)  # type: ignore[return-value]
 
     # -- internals ----------------------------------------------------------------------------

@@ -50,6 +50,14 @@ on_constraint("artifacts_live_path", _path_taken)
 # Shared rules
 
 
+def locked_version(conn: Conn, path: str) -> int | None:
+    """The version of the live artifact at ``path`` (None: none), its row locked until the
+    transaction ends, so a condition checked against it holds for the write that follows."""
+    row = conn.execute("SELECT version FROM artifacts WHERE display_path = %s AND deleted_at IS NULL FOR UPDATE",
+                       (path,)).fetchone()
+    return row["version"] if row else None
+
+
 def refuse_new_side_name(conn: Conn, path: str, name: str) -> None:
     """Invalid when ``name`` has a side file's form (store.paths.side_name_problem) and no live
     artifact holds ``path`` yet: such a name may not be given to a new note or script, while one

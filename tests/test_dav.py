@@ -272,3 +272,11 @@ def test_lock_proppatch_and_properties_move_with_the_node(dav: Dav) -> None:
         b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><Z:Win32LastModifiedTime '
         b'xmlns:Z="urn:schemas-microsoft-com:"/></D:prop></D:propfind>'))
     assert r.status_code == 207 and b"Wed, 01 Jan 2025 10:00:00 GMT" in r.content
+    # A copy takes them too (RFC 4918 9.8.2), and the original keeps them.
+    assert dav.req("COPY", f"{dav.g}/moved.md", headers={"Destination": dav.url(f"{dav.g}/copied.md")}
+                   ).status_code == 201
+    for name in ("moved.md", "copied.md"):
+        r = dav.req("PROPFIND", f"{dav.g}/{name}", headers={"Depth": "0"}, data=(
+            b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><Z:Win32LastModifiedTime '
+            b'xmlns:Z="urn:schemas-microsoft-com:"/></D:prop></D:propfind>'))
+        assert r.status_code == 207 and b"Wed, 01 Jan 2025 10:00:00 GMT" in r.content, name

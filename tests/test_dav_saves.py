@@ -87,6 +87,24 @@ def test_a_stale_rename_away_save_does_not_overwrite_a_newer_version(dav: Dav, d
     r = dav.put(note, "mine", **{"If-None-Match": "*"})
     assert r.status_code == 412 and "version" in r.text
     assert artifact(db, note)["content"] == "theirs"
+    # Word's save ends with a MOVE of its temp file over the name it moved away; Overwrite: F
+    # is that MOVE's "it is not there", and holds only if nobody saved the note since.
+    assert dav.put(f"{dav.g}/~WRL0005.tmp", "mine").status_code == 201
+    assert dav.move(f"{dav.g}/~WRL0005.tmp", note, overwrite="F").status_code == 412
+    assert artifact(db, note)["content"] == "theirs"
+    assert dav.get(f"{dav.g}/~WRL0005.tmp").text == "mine"  # the temp file stays for the editor
+    assert dav.move(f"{dav.g}/~WRL0005.tmp", note, overwrite="T").status_code in (201, 204)  # a replace
+    assert artifact(db, note)["content"] == "mine"
+
+
+def test_a_rename_away_save_completed_by_a_move_without_overwrite(dav: Dav, db: Database) -> None:
+    """Nobody saved the note meanwhile: Overwrite: F completes the save as the note's next version."""
+    note = f"{dav.g}/calm.md"
+    dav.put(note, "v1")
+    assert dav.move(note, f"{dav.g}/~WRL0006.tmp").status_code in (201, 204)
+    assert dav.put(f"{dav.g}/~WRL0007.tmp", "v2").status_code == 201
+    assert dav.move(f"{dav.g}/~WRL0007.tmp", note, overwrite="F").status_code in (201, 204)
+    assert artifact(db, note)["content"] == "v2" and artifact(db, note)["version"] == 2
 
 
 @pytest.mark.parametrize("embedded", [False, True], ids=["plain", "embedded"])

@@ -524,6 +524,29 @@ def test_two_open_descriptors_of_one_note_both_keep_their_writes(mount: Mount) -
     assert "refused" not in mount.log()
 
 
+def test_a_readers_close_saves_nothing_of_a_writers_unfinished_save(mount: Mount) -> None:
+    """Descriptions share a file's body, but only one that changed it commits at its close: a
+    `cat` or an indexer closing while a save is under way must not store the half-written (or,
+    after O_TRUNC, empty) body as a version."""
+    org = mount.boot["org_id"]
+    note = mount.org / "midway.md"
+    note.write_bytes(b"original\n")
+    before = mount.versions(f"org/{org}/midway.md")
+    w = os.open(note, os.O_WRONLY | os.O_TRUNC)
+    r = os.open(note, os.O_RDONLY)
+    os.close(r)
+    assert mount.tree.read(f"org/{org}/midway.md") == b"original\n"
+    os.write(w, b"XXXX")
+    r = os.open(note, os.O_RDONLY)
+    assert os.read(r, 100) == b"XXXX"  # as on a disk, a reader sees the bytes written so far
+    os.close(r)
+    assert mount.tree.read(f"org/{org}/midway.md") == b"original\n"
+    os.write(w, b" new\n")
+    os.close(w)
+    assert mount.tree.read(f"org/{org}/midway.md") == b"XXXX new\n"
+    assert mount.versions(f"org/{org}/midway.md") == before + 1
+
+
 def test_an_appender_appends_to_a_change_made_elsewhere_while_it_was_open(mount: Mount) -> None:
     """A descriptor with no unsaved bytes takes up a change made elsewhere (the event that drops
     the kernel's pages drops its copy too): a long-lived `>>` writer appends to the new text
@@ -618,6 +641,10 @@ def test_a_change_made_while_the_mount_was_not_listening_shows_once_it_listens_a
     org, guild = mount.boot["org_id"], mount.boot["guild_id"]
     path, file = f"org/{org}/guilds/{guild}/status.md", mount.org / "guilds" / str(guild) / "status.md"
     mount.tree.write(path, b"before\n")
+    # An open description holding the bytes it read (opened first, so the read reaches the mount
+    # rather than the kernel's pages); the opens that follow share them.
+    reader = open(file, "rb", buffering=0)
+    assert os.pread(reader.fileno(), 100, 0) == b"before\n"
     assert file.read_text() == "before\n"
     assert file.read_text() == "before\n"   # kept by the kernel and the mount's content cache
     with mount.db.connection() as conn:
@@ -626,11 +653,17 @@ def test_a_change_made_while_the_mount_was_not_listening_shows_once_it_listens_a
                            " AND pid <> pg_backend_pid()").fetchall()
     assert len(cut) == 1, "the mount listens on one connection"
     mount.tree.write(path, b"while cut\n")
-    eventually(lambda: file.read_text() == "while cut\n", 5.0)
+    eventually(lambda: file.read_text() == "while cut\n", 15.0)
     # (The change can show before the feed is back: while it is down the content cache is off
     # and a read may reach the store. The feed comes back after its 2 s retry, later on a busy
     # machine, and must come back for the change after it to show.)
     eventually(lambda: "listening again" in mount.log(), 15.0)
+    # An appender opened now shares the reader's description of the file, which must not be the
+    # bytes from before the missed change.
+    with open(file, "ab") as appender:
+        appender.write(b"appended\n")
+    reader.close()
+    assert mount.tree.read(path) == b"while cut\nappended\n"
     mount.tree.write(path, b"after\n")
     eventually(lambda: file.read_text() == "after\n", 1.0)
 

@@ -59,10 +59,10 @@ def parse(form: MultiDict) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def listed_values(text: str, was: str) -> list[str]:
-    """The listed values, one per line as typed (a value may hold commas and spaces; blank lines
-    are skipped). The editor sends every column on each save, so a list left as shown must come
-    back exactly as it was, even a value no line can hold (one with a line break, possible through
-    the API): then it is ``was``, the JSON the row carried."""
+    """The listed values, one per line as typed (a value may hold commas; each line is stripped and
+    blank lines skipped). The editor sends every column on each save, so a list left as shown
+    comes back exactly as it was, even a value no line can hold as it is (surrounding spaces or a
+    line break, possible through the API): then it is ``was``, the JSON the row carried."""
     text = text.replace("\r\n", "\n")
     try:
         kept = json.loads(was) if was else None
@@ -70,7 +70,7 @@ def listed_values(text: str, was: str) -> list[str]:
         kept = None
     if isinstance(kept, list) and all(isinstance(v, str) for v in kept) and text == "\n".join(kept):
         return kept
-    return [v for v in text.split("\n") if v.strip()]
+    return [v.strip() for v in text.split("\n") if v.strip()]
 
 
 def types() -> tuple[str, ...]:

@@ -113,7 +113,10 @@ def value_of(column: Mapping[str, Any], text: Any) -> Any:
         # JSON's number syntax only: float() also takes "1_000", "inf" and other scripts' digits,
         # which would store a number the person did not type. An integer stays exact at any length.
         if _INTEGER.match(stripped):
-            return int(stripped)
+            try:
+                return int(stripped)
+            except ValueError:  # past Python's 4 300-digit conversion limit: the store says why
+                return stripped
         if not _DECIMAL.match(stripped):
             return stripped
         number = float(stripped)
