@@ -127,7 +127,7 @@ class HostDAVProvider(DAVProvider):
                 return fast
         if method == "GET" and "html" in parse_qs(environ.get("QUERY_STRING", "")).get("view", []):
             return self._html_view(environ, start_response, default_handler)
-        if method in ("COPY", "MOVE"):
+        if method in ("COPY", "MOVE", "PUT"):
             return default_handler(environ, _created_when_new(environ, start_response))
         return default_handler(environ, start_response)
 
@@ -143,6 +143,10 @@ class HostDAVProvider(DAVProvider):
         if res is not None:
             if method == "PUT" and isinstance(res, FileResource) and res.node is not None:
                 environ[PARENT_OF_FILE] = path.rstrip("/").rsplit("/", 1)[0] or "/"
+            elif method == "PUT" and isinstance(res, FileResource):
+                # A locked name not written yet (Finder's LOCK before its upload): the PUT creates
+                # the file, 201 (RFC 9110 9.3.4), where WsgiDAV sees a resource and says 204.
+                environ[CREATED] = True
             return
         parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
         if self.get_resource_inst(parent, environ) is None:  # kept for WsgiDAV's own parent check
@@ -201,7 +205,8 @@ def _raise(exc: BaseException) -> None:
 
 
 def _created_when_new(environ: dict[str, Any], start_response: Callable[..., Any]) -> Callable[..., Any]:
-    """MOVE/COPY to a name that did not exist: 201 Created, not WsgiDAV's fixed 204."""
+    """MOVE/COPY to a name that did not exist, or a PUT to a locked name not written yet: 201
+    Created, not WsgiDAV's 204."""
     def wrapped(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
         if status.startswith("204") and environ.get(CREATED):
             status = "201 Created"
