@@ -7,7 +7,8 @@ that every change here empties. While the process's watch (store/login_watch.py)
 happened to any lock since a read found none at all, that read is not repeated: most writes
 happen with no lock anywhere, and each saves a round trip. A lock taken through another process
 reaches this one by notification (sql/060) within milliseconds of its commit; a write in that
-window is not checked against it, as a write racing the LOCK request itself would not be."""
+window is not checked against it, as a write racing the LOCK request itself would not be. A lock
+on a side file is seen by its holder alone (``viewing``): each user's side file is their own."""
 from __future__ import annotations
 
 import threading
@@ -22,6 +23,7 @@ from wsgidav.lock_man.lock_manager import LockManager, generate_lock_token, norm
 
 from store import locks as leases
 from store.db import Database
+from store.host import is_side_path
 from store.login_watch import LoginWatch
 from store.paths import nfc
 
@@ -32,8 +34,22 @@ _local = threading.local()
 
 
 def reset_request_cache() -> None:
-    """Forget what this thread read for the previous request."""
+    """Forget what this thread read for the previous request, and whose request it was."""
     _local.leases = None
+    _local.viewer = None
+
+
+def viewing(principal_name: str) -> None:
+    """The login this thread's request runs as (HostDAVProvider.tree sets it): a lock on a side
+    file is seen by its holder alone, since each user's side file of that name is their own."""
+    _local.viewer = principal_name
+
+
+def _seen(lock: dict[str, Any]) -> bool:
+    viewer = getattr(_local, "viewer", None)
+    if viewer is None or lock.get("principal") in (None, viewer):
+        return True
+    return not is_side_path(tree_path(lock["root"]))
 
 
 def _granting(on: bool) -> None:
@@ -159,7 +175,7 @@ class PgLockStorage:
                             self._none_at = known
         out = []
         for lock in cached:
-            if lock["expire"] < time.time():
+            if lock["expire"] < time.time() or not _seen(lock):
                 continue
             lpath = tree_path(lock["root"])
             if (include_root and lpath == target) or (
@@ -196,7 +212,7 @@ class HostLockManager(LockManager):
 
     def acquire(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         with leases.one_grant_at_a_time(self.storage.db):
-            reset_request_cache()
+            _local.leases = None  # read afresh under the grant's lock
             _granting(True)
             try:
                 return super().acquire(**kwargs)

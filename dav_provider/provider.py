@@ -15,6 +15,7 @@ from wsgidav.dav_provider import DAVProvider
 
 from dav_provider import headers, propfind
 from dav_provider.resources import CREATED, MISSING, NODES, FileResource, FolderResource, resource_for, store_call
+from dav_provider.locks import viewing
 from dav_provider.view import render_note
 from store import properties
 from store.access import PRINCIPAL_KEY
@@ -45,6 +46,7 @@ class HostDAVProvider(DAVProvider):
             if principal is None:
                 return None
             tree = environ[TREE] = HostTree(self.db, principal, cache=self.cache, honour_leases=False)
+            viewing(principal.name)
         return tree
 
     def get_resource_inst(self, path: str, environ: dict[str, Any]) -> FolderResource | FileResource | None:

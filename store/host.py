@@ -599,6 +599,12 @@ def _text(data: bytes, name: str) -> str:
         raise Invalid(msg, [msg]) from None
 
 
+def is_side_path(path: str) -> bool:
+    """Whether ``path`` names a side file: each user's own, in their scratch area (store.scratch),
+    so that what concerns it (a WebDAV lock on it) concerns that user alone."""
+    return _side(split(path))
+
+
 def _side(parts: list[str]) -> bool:
     """A client's side file: a side-file name (store.paths.is_side_file) that is not a folder of
     the layout (org/1/agents/2 has no extension, yet is a folder)."""

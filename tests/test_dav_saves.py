@@ -76,6 +76,36 @@ def test_a_rename_away_hides_the_note_from_that_user_only(dav: Dav, server: Any,
     assert dav.get(note).text == "v1" and artifact(db, note)["version"] == 2
 
 
+LOCK = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+        b'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>davfs2</D:owner></D:lockinfo>')
+
+
+def test_a_lock_on_a_side_file_concerns_its_holder_alone(dav: Dav, server: Any, db: Database,
+                                                         boot: dict[str, Any]) -> None:
+    """Side files are each user's own (vim's .x.md.swp, Office's ~$x.md): davfs2 locks every file
+    it holds open, and the lock on one user's swap file made another's 423 on a file of the same
+    name that does not exist for the first, and showed it in their PROPFIND."""
+    from store import admin
+    admin.create_user(db, email="bea@example.com", password="another long password")
+    admin.add_member(db, org_id=dav.org, email="bea@example.com")
+    bea = Dav(server, server.session(basic=("bea@example.com", "another long password")), boot)
+    swap, note = f"{dav.g}/.plan.md.swp", f"{dav.g}/plan.md"
+    dav.put(note, "the plan")
+    assert dav.put(swap, "ada's swap").status_code == 201
+    for path in (swap, note):
+        r = dav.req("LOCK", path, data=LOCK, headers={"Timeout": "Second-600", "Depth": "0"})
+        assert r.status_code == 200, r.text
+    assert bea.req("PROPFIND", swap, headers={"Depth": "0"}).status_code == 404
+    assert bea.put(swap, "bea's swap").status_code == 201
+    assert bea.get(swap).text == "bea's swap" and dav.get(swap).text == "ada's swap"
+    r = bea.req("LOCK", swap, data=LOCK, headers={"Timeout": "Second-600", "Depth": "0"})
+    assert r.status_code == 200, r.text
+    # A note is everyone's: its lock still stops her, and Ada's swap file stays locked for others
+    # of Ada's clients without the token.
+    assert bea.put(note, "hers").status_code == 423
+    assert dav.put(swap, "no token").status_code == 423
+
+
 def test_a_stale_rename_away_save_does_not_overwrite_a_newer_version(dav: Dav, db: Database) -> None:
     note = f"{dav.g}/race.md"
     dav.put(note, "v1")
