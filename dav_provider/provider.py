@@ -103,6 +103,7 @@ class HostDAVProvider(DAVProvider):
     def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
                                default_handler: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD")  # (the lock cache was reset at the request's start: app.py)
+        self.tree(environ)  # whose request this is, before any lock is looked at (locks.viewing)
         headers.check_path(environ)
         headers.check_if(environ)
         if method in ("COPY", "MOVE"):
