@@ -561,8 +561,8 @@ class HostOperations(pyfuse3.Operations):
                 # (With other descriptors open on it, the kernel's pages mix what each one wrote:
                 # the event of this version then drops them, as one from elsewhere would.)
                 flight.kept = self._wrote_version(handle.path, node, serial)
-        # Other handles on the same file (opened before it was, descriptions of another body)
-        # were reading the old body.
+        # A description of this inode that does not share this body (it was orphaned, by an
+        # unlink or a rename over it, before this one opened) was reading the old bytes.
         for other in self.handles.on_inode(handle.ino):
             if other.body is not handle.body:
                 other.reload(node)
