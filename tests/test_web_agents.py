@@ -110,8 +110,17 @@ def test_a_stale_task_save_shows_both(browser: Browser, boot, server, operator) 
     browser.shot("task-conflict")
     browser.check_console()
     assert task_api(operator, server, agent)["task"] == "second, from elsewhere\n"
+    # The conflict page is served at the save's URL; what is typed there is the State page's
+    # draft (and that URL leads back to it, as after a login), so leaving does not lose it.
+    editor = browser.find("#task-content")
+    editor.send_keys("and more")
+    browser.open(f"/agents/{agent}/task")
+    assert browser.path.split("#")[0] == f"/agents/{agent}"
+    assert "was not saved" in browser.find(".flash.draft").text
+    browser.button("Restore it").click()
+    assert browser.find("#task-content").get_attribute("value") == "mine\nand more"
     press(browser, "Save")
-    assert task_api(operator, server, agent)["task"] == "mine\n"
+    assert task_api(operator, server, agent)["task"] == "mine\nand more"
 
 
 def test_memory_history_archive_scripts_and_collections(browser: Browser, boot, server, service, operator,

@@ -204,6 +204,13 @@ def test_a_save_over_a_newer_version_is_refused_with_both_versions(browser: Brow
     # The editor keeps what was typed, now based on the newest version: saving again is a choice.
     assert browser.find("#note-content").get_attribute("value") == "status: amber (operator)\n"
     assert browser.find('#note-editor input[name="version"]').get_attribute("value") == "2"
+    assert browser.find("#dirty").text == "Unsaved changes"
+    # Leaving by a link of the conflict page (the history, the breadcrumb) keeps it as a draft.
+    browser.open("/notes")
+    browser.open(f"/notes/{path}")
+    assert "was not saved" in browser.find(".flash.draft").text
+    browser.button("Restore it").click()
+    assert browser.find("#note-content").get_attribute("value") == "status: amber (operator)\n"
     press(browser, "Save")
     assert "Saved." in browser.text()
     got = ok(note_get(server, service, agent, path))
@@ -293,6 +300,19 @@ def test_a_new_note_over_the_owners_cap_keeps_what_was_typed(boot, server, db) -
     made = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": "org", "name": "one more",
                                                    "content": "a long draft typed here\n"})
     assert made.status_code == 422 and "10,000" in made.text and "a long draft typed here" in made.text
+
+
+def test_a_refused_save_of_a_note_deleted_meanwhile_keeps_the_text(boot, server, service) -> None:
+    """A save refused for its content (too large, a NUL) over a note someone deleted meanwhile
+    shows the refusal with the typed text, not a 404 that loses it."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    write(server, service, agent, "org", "gone.md", "here\n")
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/org/{org}/gone.md").text)
+    ok(call_tool(server, service, agent, "note_delete", path=f"org/{org}/gone.md"))
+    r = s.post(f"{server.url}/notes/org/{org}/gone.md",
+               data={"csrf_token": token, "version": "1", "content": "typed with a NUL \x00 here"})
+    assert r.status_code == 422 and "NUL" in r.text and "typed with a NUL" in r.text
 
 
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:

@@ -71,7 +71,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         task_html=render_markdown(task["text"]), task_embeds=task_embeds, embed_problems=embed_problems,
         memory_html=render_markdown(st["memory"]["content"]), revisions=revisions, history=history,
         scripts=script_rows, collections=reach, task_strip=task_strip, memory_strip=memory_strip,
-        editor_text=task["raw"] if editor_text is None else editor_text,
+        editor_text=task["raw"] if editor_text is None else editor_text, unsaved=editor_text is not None,
         editor_version=task["version"] if editor_version is None else editor_version,
         embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
         task_page_url=lambda before: url_for("agents.state", agent_id=agent.id, hbefore=before),
@@ -91,6 +91,14 @@ def _version_field() -> int:
         msg = "the form did not say which version of the task the editor started from; reload and try again"
         raise Invalid(msg, [f"version: a whole number; got {raw!r}"])
     return int(raw)
+
+
+@bp.get("/agents/<int:agent_id>/task")
+@login_required
+def task_page(agent_id: int) -> ResponseReturnValue:
+    """Where a refused save's page (served at the POST's URL) leads back to, as after a login:
+    the State page's task editor."""
+    return redirect(url_for("agents.state", agent_id=agent_id) + "#task")
 
 
 @bp.post("/agents/<int:agent_id>/task")

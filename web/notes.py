@@ -315,7 +315,7 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
         directory = orgs.directory(conn, principal(), target.org_id)
         title, scope_key = _scope_title(target, directory)
         row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
-        if row is None and not extra.get("conflict"):
+        if row is None and not extra.get("conflict") and editor_text is None:  # (a refused save keeps its text)
             raise NotFound(f"unknown note {target.path}: there is no live note with that display path "
                            "(it may have been deleted or renamed)")
         content = row["content"] or "" if row else ""
@@ -327,7 +327,7 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
     return render_template(
         "notes/note.html", nav="notes", target=target, note=row, rendered=rendered, embed_links=links,
         provenance=strip, scope_title=title, scope_key=scope_key, used_by=used_by, choices=choices,
-        editor_text=content if editor_text is None else editor_text,
+        editor_text=content if editor_text is None else editor_text, unsaved=editor_text is not None,
         editor_version=(row["version"] if row else 0) if editor_version is None else editor_version,
         page_url=lambda before: note_url(target.path, hbefore=before),
         done=DONE.get(request.args.get("done", "")), **extra), status

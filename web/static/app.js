@@ -222,13 +222,20 @@
   });
   document.querySelectorAll("form[data-draft]").forEach((form) => {
     if (!storage) return;
-    const key = DRAFT + window.location.pathname + "#" + (form.id || form.getAttribute("action"));
+    // Keyed by the form's own page: a refusal is served at the URL the form posted to, which for
+    // the task editor is not its page (data-draft-page says which is).
+    const page = form.getAttribute("data-draft-page") || window.location.pathname;
+    const key = DRAFT + page + "#" + (form.id || form.getAttribute("action"));
     const shown = JSON.stringify(snapshot(form));
     let offering = false;
-    // A refusal the form itself answered (problems, a stale save) already shows what was typed.
+    // A refusal the form itself answered (problems, a stale save) already shows what was typed;
+    // an editor that shows unsaved text (data-unsaved) keeps it as the draft until a save goes
+    // through, so leaving the page (a link on the conflict page) does not lose it.
     const answered = document.querySelector(".flash.error, .flash.stale, .conflict");
+    const unsaved = form.hasAttribute("data-unsaved");
     const kept = answered ? null : read(key);
-    if (answered) storage.removeItem(key);
+    if (unsaved) put(key, { at: Date.now(), values: snapshot(form), sent: false });
+    else if (answered) storage.removeItem(key);
     if (kept && Array.isArray(kept.values) && JSON.stringify(kept.values) !== shown) {
       offering = true;
       const notice = document.createElement("div");
@@ -250,7 +257,7 @@
     const keep = () => {
       if (offering) return;  // the offered draft stays until it is restored or discarded
       const now = snapshot(form);
-      if (JSON.stringify(now) === shown) storage.removeItem(key);
+      if (JSON.stringify(now) === shown && !unsaved) storage.removeItem(key);
       else put(key, { at: Date.now(), values: now, sent: false });
     };
     form.addEventListener("input", keep);

@@ -7,9 +7,11 @@
     const area = form.querySelector("textarea");
     const flag = form.querySelector(".dirty");
     if (!area) return;
-    const saved = area.value;
+    // A page that answered a refused or conflicting save shows text that is not saved yet.
+    const saved = form.hasAttribute("data-unsaved") ? null : area.value;
     let submitting = false;
     const dirty = () => area.value !== saved;
+    if (flag && dirty()) flag.textContent = "Unsaved changes";
     area.addEventListener("input", () => { if (flag) flag.textContent = dirty() ? "Unsaved changes" : ""; });
     // Ctrl+S / Cmd+S saves, as in an editor.
     area.addEventListener("keydown", (ev) => {
