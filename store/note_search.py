@@ -20,6 +20,8 @@ from store.search_query import websearch_text
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+MAX_QUERY = 1000     # characters, as record_search's: a query of tens of thousands of words
+                     # overflows PostgreSQL's parser stack
 
 FIND_SQL = """
 SELECT t.display_path, t.level, t.key, t.version, t.updated_at, t.rank,

@@ -335,6 +335,8 @@ def note_find(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, 
     problems = []
     if not query.strip() or "\x00" in query:
         problems.append("query: give one or more words to search for, such as pricing OR \"launch plan\"")
+    elif len(query) > note_search.MAX_QUERY:
+        problems.append(f"query: {len(query)} characters long; at most {note_search.MAX_QUERY} are allowed")
     if level is not None and (p := level_problem(level)):
         problems.append(f"level: {p}; leave it out to search every level this agent reads")
     if not 1 <= limit <= note_search.MAX_LIMIT:

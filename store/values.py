@@ -71,6 +71,9 @@ def parse_datetime(value: str) -> datetime | str:
     return moment
 
 
+NUL_PROBLEM = "contains a NUL character (\\u0000), which text cannot hold; remove it"
+
+
 def check_value(column: Column, value: object) -> tuple[Any, str | None]:
     """(the value to store, None) when ``column`` accepts ``value``; (None, the problem) otherwise.
     The problem is the part after ``column "x": ``."""
@@ -78,6 +81,8 @@ def check_value(column: Column, value: object) -> tuple[Any, str | None]:
     if kind == "text":
         if not isinstance(value, str):
             return None, f"expected text; got {shown(value)}"
+        if "\x00" in value:  # (store.db would refuse it too, but alone: here it joins the other problems)
+            return None, NUL_PROBLEM
         value = nfc(value)  # stored NFC, and listed values are NFC: compare like with like
         if column.values is not None and value not in column.values:
             return None, f"expected one of {', '.join(column.values)}; got {shown(value)}"
@@ -116,6 +121,8 @@ def _check_array(column: Column, value: object) -> tuple[Any, str | None]:
     for index, item in enumerate(value, 1):
         if not isinstance(item, str) or not item:
             return None, f"expected a list of distinct non-empty strings; item {index} is {shown(item)}"
+        if "\x00" in item:
+            return None, f"item {index}: {NUL_PROBLEM}"
         item = nfc(item)  # "é" and "e\u0301" are one item
         if len(item) > MAX_ITEM_LENGTH:
             return None, f"item {index} is {len(item)} characters long; at most {MAX_ITEM_LENGTH} are allowed"

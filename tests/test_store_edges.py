@@ -335,3 +335,29 @@ def test_a_side_files_name_is_given_to_no_new_note(db, service, boot, tree: Host
     assert tool(db, service, boot, "note_write", level="guild", key=key, content="new")["version"] == 2
     tool(db, service, boot, "note_delete", path=path)
     assert tree.stat(f"org/{org}/guilds/{guild}/summary.md").version == 1  # the refused move moved nothing
+
+
+# --- arguments an agent can send -------------------------------------------------------------------
+
+def test_a_note_find_query_is_at_most_1000_characters(db, service, boot) -> None:
+    """Tens of thousands of words overflowed PostgreSQL's parser stack (a 500); the cap is
+    record_search's, said in a sentence."""
+    with pytest.raises(errors.Invalid) as exc:
+        tool(db, service, boot, "note_find", query=" ".join(["w"] * 50_000))
+    assert exc.value.problems == ["query: 99999 characters long; at most 1000 are allowed"]
+    assert tool(db, service, boot, "note_find", query=" ".join(["w"] * 500))["notes"] == []
+
+
+def test_a_nul_in_a_record_value_is_one_of_all_its_problems(db, service, boot) -> None:
+    collection(db, service, boot, "leads", [{"name": "email", "type": "text", "description": "d"},
+                                            {"name": "notes", "type": "text", "description": "d"},
+                                            {"name": "tags", "type": "array", "description": "d"},
+                                            {"name": "score", "type": "number", "description": "d"}])
+    with pytest.raises(errors.Invalid) as exc:
+        tool(db, service, boot, "record_add", collection="leads",
+             body={"email": "ok@x", "notes": "a\x00b", "tags": ["fine", "b\x00d"], "score": "42"})
+    assert exc.value.problems == [
+        'column "notes": contains a NUL character (\\u0000), which text cannot hold; remove it',
+        'column "tags": item 2: contains a NUL character (\\u0000), which text cannot hold; remove it',
+        'column "score": expected number; got "42"']
+    assert tool(db, service, boot, "record_list", collection="leads")["total"] == 0
