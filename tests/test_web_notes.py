@@ -315,6 +315,21 @@ def test_a_refused_save_of_a_note_deleted_meanwhile_keeps_the_text(boot, server,
     assert r.status_code == 422 and "NUL" in r.text and "typed with a NUL" in r.text
 
 
+def test_a_refused_new_note_keeps_what_was_typed_after_leaving(browser: Browser, boot, server) -> None:
+    """The refusal page shows the text; leaving it (a link, the back button) keeps it as this
+    tab's draft, offered again on New note."""
+    login(browser, boot)
+    browser.open("/notes/new")
+    browser.fill({"name": "tmp_summary", "content": "a draft worth keeping\n"})
+    press(browser, "Save")
+    assert "choose another name" in browser.text()
+    browser.open("/notes")
+    browser.open("/notes/new")
+    assert "was not saved" in browser.find(".flash.draft").text
+    browser.button("Restore it").click()
+    assert browser.find('[name="content"]').get_attribute("value") == "a draft worth keeping\n"
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)
