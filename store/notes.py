@@ -43,7 +43,7 @@ from store.agents import Agent, AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound
 from store.paths import (LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path,
-                         parse, side_name_problem)
+                         parse, refuse_side_name)
 from store.storage import (NOTE_COLUMNS, OWNER_CAP, check_content, owner_columns, owner_key, refuse_new_side_name,
                            retire, owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
 from store.tools import Arg, tool
@@ -153,8 +153,7 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
         raise Forbidden(f"cannot move {s_path}: {nfc(s_key)} is reserved at the agent root and cannot be "
                         "moved; copy its content to a note instead")
     d_key, d_path = _ref(d_org, d_level, d_owner, d_key)
-    if (problem := side_name_problem(d_key)) is not None:
-        raise Invalid(problem, [problem])
+    refuse_side_name(d_key)
     if s_org != d_org:
         msg = f"cannot move {s_path} to {d_path}: a note stays in its organisation"
         raise Invalid(msg, [msg])

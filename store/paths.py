@@ -81,6 +81,12 @@ def side_name_problem(name: str) -> str | None:
             "keep out of the notes; choose another name, such as summary.md")
 
 
+def refuse_side_name(name: str) -> None:
+    """Invalid with side_name_problem's sentence when ``name`` has a side file's form (a rename)."""
+    if (problem := side_name_problem(name)) is not None:
+        raise Invalid(problem, [problem])
+
+
 def check_note_key(key: object, level: Level) -> str:
     """The NFC key, or Invalid saying why it cannot name a note at ``level``."""
     problem = key_problem(key)

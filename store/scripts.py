@@ -26,7 +26,7 @@ from store.errors import AlreadyExists, Invalid, NotFound
 from store.notes import iso
 from store.storage import (NOTE_COLUMNS, check_content, refuse_new_side_name, relocate_artifact, save_artifact,
                            soft_delete_artifact)
-from store.paths import SCRIPT_NAME, nfc, script_path, side_name_problem
+from store.paths import SCRIPT_NAME, nfc, refuse_side_name, script_path
 from store.tools import Arg, tool
 
 
@@ -77,8 +77,7 @@ def move_script(conn: Conn, org_id: int, agent_id: int, name: str, new_name: str
                 replace: bool) -> dict:
     """Rename a script within its agent; the row keeps its id and its version goes up by one."""
     new_name = check_name(new_name)
-    if (problem := side_name_problem(new_name)) is not None:
-        raise Invalid(problem, [problem])
+    refuse_side_name(new_name)
     src, dst = script_path(org_id, agent_id, nfc(name)), script_path(org_id, agent_id, new_name)
     rows = conn.execute("SELECT id, display_path FROM artifacts WHERE display_path = ANY(%s)"
                         " AND deleted_at IS NULL AND kind = 'script' ORDER BY id FOR UPDATE", ([src, dst],)).fetchall()
