@@ -130,8 +130,8 @@ def if_match_version(what: str) -> int | None:
     """The version an If-Match header names ("3", also W/"3"), or None without one: a write
     conditional on ``what`` (the task, the record) still being at that version (412 if not)."""
     value = request.headers.get("If-Match")
-    if value is None:
-        return None
+    if value is None or value.strip() == "*":
+        return None  # (* matches whatever version is there: RFC 9110 13.1.1)
     text = value.strip().removeprefix("W/").strip('"')
     if number_problem(text, "If-Match") is not None:
         msg = (f"If-Match must be {what}'s version number, a whole number from 0 to {INT32_MAX} "

@@ -166,9 +166,15 @@ def _rejected(problems: list[str]) -> Invalid:
     return Invalid("collection rejected:\n" + "\n".join(f"- {p}" for p in problems), problems)
 
 
-def _check_guild(conn: Conn, org_id: int, guild_id: int) -> None:
+def _missing_guild(conn: Conn, org_id: int, guild_id: object) -> str | None:
+    """The problem line of a guild_id (of a well-formed body) that names no guild of the
+    organisation; another organisation's guild reads the same, so ids reveal nothing."""
+    if not _is_id(guild_id):
+        return None  # null, or already reported by _guild_problem
     if conn.execute("SELECT 1 FROM guilds WHERE id = %s AND org_id = %s", (guild_id, org_id)).fetchone() is None:
-        raise NotFound(f"unknown guild {guild_id}")
+        return (f"guild_id {guild_id} is not a guild of this organisation; give one of its guilds' ids, "
+                "or null for an organisation table")
+    return None
 
 
 def _check_name_free(conn: Conn, org_id: int, name: str, *, except_id: int | None = None) -> None:
@@ -191,14 +197,14 @@ def create_collection(db: Database, principal: Principal, org_id: int, body: Map
                              _guild_problem(body.get("guild_id"))) if p]
     columns, column_issues = column_problems(body.get("columns"))
     problems += column_issues
-    if problems:
-        raise _rejected(problems)
-    name, guild_id = body["name"], body.get("guild_id")
+    name, guild_id = body.get("name"), body.get("guild_id")
     with db.transaction() as conn:
         # One create at a time per organisation, so the cap and the name check cannot be raced.
         conn.execute("SELECT id FROM organisations WHERE id = %s FOR UPDATE", (org_id,))
-        if guild_id is not None:
-            _check_guild(conn, org_id, guild_id)
+        if p := _missing_guild(conn, org_id, guild_id):
+            problems.append(p)
+        if problems:
+            raise _rejected(problems)
         live = conn.execute("SELECT count(*) AS n FROM artifact_collections WHERE org_id = %s AND deleted_at IS NULL",
                             (org_id,)).fetchone()["n"]
         if live >= MAX_COLLECTIONS:
@@ -252,6 +258,8 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
         if "columns" in body:
             new, column_issues = column_problems(body["columns"], previous=old)
             problems += column_issues
+        if "guild_id" in body and (p := _missing_guild(conn, c.org_id, body["guild_id"])):
+            problems.append(p)
         if problems:
             raise _rejected(problems)
         actor = principal.actor
@@ -261,13 +269,19 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
             _rename(conn, c, body["name"], actor)
         if new is not None and (columns_json(new) != c.columns or any(col.rename_from for col in new)):
             apply_schema_change(conn, c.id, old, new, actor)
+        name, purpose = body.get("name", c.name), nfc(body.get("purpose", c.purpose))
+        columns = columns_json(new) if new is not None else c.columns
+        guild_id = body["guild_id"] if "guild_id" in body else c.guild_id
+        if (name, purpose, columns, guild_id) == (c.name, c.purpose, c.columns, c.guild_id) and not (
+                new is not None and any(col.rename_from for col in new)):
+            # Nothing changes: no write, and the etag stays, so an editor that loaded the table
+            # before this request does not meet a 412 for a change that never happened.
+            return c
         row = conn.execute(
             f"""UPDATE artifact_collections c SET name = %s, purpose = %s, columns = %s::jsonb, guild_id = %s,
                        updated_at = now()
                  WHERE id = %s RETURNING {COLLECTION_COLUMNS}""",
-            (body.get("name", c.name), nfc(body.get("purpose", c.purpose)),
-             _jsonb(columns_json(new) if new is not None else c.columns),
-             body["guild_id"] if "guild_id" in body else c.guild_id, c.id)).fetchone()
+            (name, purpose, _jsonb(columns), guild_id, c.id)).fetchone()
         changed = Collection.from_row(row)
         if (changed.purpose, changed.columns, changed.guild_id) != (c.purpose, c.columns, c.guild_id):
             record_change(conn, org_id=c.org_id, display_path=changed.display_path, operation="update",
@@ -303,7 +317,6 @@ def _move(conn: Conn, c: Collection, guild_id: int | None) -> None:
     """Change the table's scope. To a guild: every grant goes (the guild's base is write and no other
     guild reaches it). To the organisation: the former guild keeps its reach as a write grant."""
     if guild_id is not None:
-        _check_guild(conn, c.org_id, guild_id)
         conn.execute("DELETE FROM collection_access WHERE collection_id = %s", (c.id,))
     elif c.guild_id is not None:
         conn.execute("""INSERT INTO collection_access (collection_id, guild_id, mode) VALUES (%s, %s, 'write')
@@ -431,15 +444,20 @@ def _set_grant(conn: Conn, c: Collection, subject: str, subject_id: int, mode: s
     column, guild_id or agent_id), and announce it on the collection's path."""
     column = sql.Identifier(subject)
     if mode is None:
-        conn.execute(sql.SQL("DELETE FROM collection_access WHERE collection_id = %s AND {} = %s").format(column),
-                     (c.id, subject_id))
+        changed = conn.execute(
+            sql.SQL("DELETE FROM collection_access WHERE collection_id = %s AND {} = %s RETURNING 1").format(column),
+            (c.id, subject_id)).fetchone()
     else:
-        conn.execute(sql.SQL("""INSERT INTO collection_access (collection_id, {col}, mode) VALUES (%s, %s, %s)
-                                ON CONFLICT (collection_id, {col}) WHERE {col} IS NOT NULL
-                                DO UPDATE SET mode = EXCLUDED.mode""").format(col=column),
-                     (c.id, subject_id, mode))
-    record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="update", version=None,
-                  actor=principal.actor)
+        # (No row back when the grant already had this mode: nothing changed, nothing to announce.)
+        changed = conn.execute(
+            sql.SQL("""INSERT INTO collection_access (collection_id, {col}, mode) VALUES (%s, %s, %s)
+                       ON CONFLICT (collection_id, {col}) WHERE {col} IS NOT NULL
+                       DO UPDATE SET mode = EXCLUDED.mode WHERE collection_access.mode <> EXCLUDED.mode
+                       RETURNING 1""").format(col=column),
+            (c.id, subject_id, mode)).fetchone()
+    if changed is not None:
+        record_change(conn, org_id=c.org_id, display_path=c.display_path, operation="update", version=None,
+                      actor=principal.actor)
 
 
 def set_agent_access(db: Database, principal: Principal, agent_id: int, body: object) -> dict[str, Any]:
@@ -455,5 +473,11 @@ def set_agent_access(db: Database, principal: Principal, agent_id: int, body: ob
                    "of that guild; move the table to the organisation to share it")
             raise Invalid(msg, [msg])
         _set_grant(conn, c, "agent_id", a["id"], mode, principal)
-        entry = next(e for e in agent_access(conn, principal, a["id"])["collections"] if e["collection_id"] == c.id)
+        entry = next((e for e in agent_access(conn, principal, a["id"])["collections"] if e["collection_id"] == c.id),
+                     None)
+        if entry is None:
+            # Another guild's own table, whose row for this agent was removed (or never was): the
+            # agent does not reach the table at all.
+            entry = {"collection_id": c.id, "name": c.name, "purpose": c.purpose, "scope": "guild",
+                     "guild_mode": None, "agent_mode": None, "effective": None}
         return {"agent_id": a["id"], **entry}

@@ -22,9 +22,12 @@ from store.grants import Collection
 
 def body_of(payload: object) -> Any:
     """The record values a change sends: the "body" field of the request's object."""
+    msg = 'send {"body": {...}} with the record\'s column values'
     if not isinstance(payload, dict) or "body" not in payload:
-        msg = 'send {"body": {...}} with the record\'s column values'
         raise Invalid(f"the request needs a body field: {msg}", [f"body: required; {msg}"])
+    unknown = [f'unknown field "{key}"; {msg} and nothing beside it' for key in payload if key != "body"]
+    if unknown:
+        raise Invalid("record rejected:\n" + "\n".join(f"- {p}" for p in unknown), unknown)
     return payload["body"]
 
 

@@ -160,7 +160,9 @@ def test_moving_to_a_guild_drops_every_grant_and_back_keeps_the_guilds_reach(wor
     assert [can(db, w["org"], a, "ledger") for a in (w["agent"], w["mate"], w["seller"])] == [None, None, "write"]
     # A bad guild id is refused and changes nothing.
     r = operator.patch(f"{w['url']}/api/collections/{t['id']}", json={"guild_id": 999999})
-    assert r.status_code == 404 and r.json()["error"] == "unknown guild 999999"
+    assert r.status_code == 422 and r.json()["problems"] == [
+        "guild_id 999999 is not a guild of this organisation; give one of its guilds' ids, "
+        "or null for an organisation table"]
 
 
 def test_bad_grant_bodies_list_every_problem(world, operator) -> None:

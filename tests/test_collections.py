@@ -217,7 +217,9 @@ def test_other_organisations_ids_are_404_and_routes_are_for_members(server, oper
     assert r.json() == operator.get(f"{url}/api/collections/987654").json() | {"error": f"unknown collection {theirs['id']}"}
     r = operator.post(f"{url}/api/collections", json={"name": "x", "purpose": "p", "columns": [],
                                                        "guild_id": other["guild_id"]})
-    assert r.status_code == 404 and r.json()["error"] == f"unknown guild {other['guild_id']}"
+    assert r.status_code == 422 and r.json()["problems"] == [
+        f"guild_id {other['guild_id']} is not a guild of this organisation; give one of its guilds' ids, "
+        "or null for an organisation table"]
     r = operator.get(f"{url}/api/collections", params={"org_id": other["org_id"]})
     assert r.status_code == 404
     assert bob.get(f"{url}/api/collections/{theirs['id']}").json()["purpose"] == "theirs table"
