@@ -17,7 +17,6 @@ from flask import Blueprint, Response, jsonify, request
 from api.auth import principal, requires
 from api.context import INT64_MAX, check_shape, db, if_match_version, json_body, number_problem, too_deep
 from store import member_records
-from store.errors import Invalid
 
 bp = Blueprint("records", __name__)
 
