@@ -566,10 +566,12 @@ class _Condition:
             raise PreconditionFailed(f"/{current.path} already exists (If-None-Match: *); read it first "  # type: ignore[union-attr]
                                      "or write without the condition to replace it")
         if self.if_match is not None:
+            # A memory.md or task.md never written is there at version 0, with the etag a GET
+            # gave: a client that sends it back (davfs2 does on every save) matches.
             tags = [t.strip() for t in self.if_match.split(",")]
-            if not exists or ("*" not in tags and current.etag not in tags  # type: ignore[union-attr]
-                              and current.etag.strip('"') not in tags):  # type: ignore[union-attr]
-                have = current.etag if exists else "nothing"  # type: ignore[union-attr]
+            if current is None or ("*" not in tags and current.etag not in tags
+                                   and current.etag.strip('"') not in tags):
+                have = current.etag if current is not None else "nothing"
                 raise PreconditionFailed(
                     f"the file changed since you read it (you sent If-Match {self.if_match}, it is now "
                     f"{have}); read the current version and apply your change to it")

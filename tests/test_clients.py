@@ -88,6 +88,24 @@ def test_davfs2_mount_reads_writes_renames(server: Any, ids: dict[str, Any], db:
     assert content(db, f"{g}/mounted.md") is None
 
 
+def test_davfs2_saves_the_first_memory_and_task_of_a_new_agent(server: Any, ids: dict[str, Any], db: Database) -> None:
+    # A new agent's memory.md and task.md are there at version 0 (empty); davfs2 sends back the
+    # etag it read as If-Match on its save, which was refused with 412: its save went to
+    # lost+found while the write seemed to succeed.
+    from store import admin
+    agent = admin.create_agent(db, org_id=ids["org_id"], guild_id=ids["guild_id"], name="fresh")
+    folder = f"org/{ids['org_id']}/agents/{agent['id']}"
+    with davfs_mount(f"{server.url}/dav/", ids["email"], ids["member_token"]) as mnt:
+        assert (mnt / folder / "memory.md").read_text() == ""
+        (mnt / folder / "memory.md").write_text("first memory\n")
+        (mnt / folder / "task.md").write_text("first task\n")
+        assert not os.listdir(mnt / "lost+found")
+    auth = (ids["email"], ids["member_token"])
+    for name, text in (("memory.md", "first memory\n"), ("task.md", "first task\n")):
+        r = requests.get(f"{server.url}/dav/{folder}/{name}", auth=auth, timeout=10)
+        assert r.status_code == 200 and r.text == text, (name, r.status_code, r.text)
+
+
 # ---------------------------------------------------------------------------------------------
 # rclone
 
