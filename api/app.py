@@ -11,7 +11,7 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import MethodNotAllowed
 
 from api import errors
-from api.context import AsciiIntConverter
+from api.context import AsciiIntConverter, same_origin
 from store import migrations
 from store.access import Door
 from store.db import Database
@@ -77,6 +77,19 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
         return resp
     # <int:id> in routes: ASCII digits within bigint only ('/api/collections/١' is no id).
     app.url_map.converters["int"] = AsciiIntConverter
+
+    @app.before_request
+    def _refuse_other_sites() -> Response | None:
+        # A browser that has read a note over /dav/ keeps the Basic login and sends it with any
+        # request to this host, also a form another site's page submits (a text/plain body needs
+        # no CORS preflight): such a request names that page's origin, which is refused here.
+        # Programs send no Origin; Host Finder's own pages send this one.
+        if request.method in ("GET", "HEAD", "OPTIONS") or same_origin(request.headers.get("Origin"),
+                                                                      request.host_url):
+            return None
+        return errors.error_response(403, f"a request from a page of another site (Origin: "
+                                          f"{request.headers.get('Origin')}) is refused: the API answers "
+                                          "programs and Host Finder's own pages")
 
     @app.get("/api/health")
     def health():  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from flask import current_app, request
 from werkzeug.routing import IntegerConverter
@@ -19,6 +20,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def db() -> Database:
     return current_app.extensions["hostfinder.db"]
+
+
+def same_origin(origin: str | None, host_url: str) -> bool:
+    """Whether a request's Origin header allows it: none (not a browser, or a browser's
+    same-origin GET) or this host's own; "null" (a sandboxed or file: page) is another site."""
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    return bool(parts.scheme) and f"{parts.scheme}://{parts.netloc}" == host_url.rstrip("/")
 
 
 def json_body(*, required: bool = True) -> Any:

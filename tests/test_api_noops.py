@@ -4,6 +4,8 @@ an unknown field or guild is the request's problem, listed with the others. Real
 requests."""
 from __future__ import annotations
 
+import requests
+
 from store import admin
 from test_collections_support import changes, col, create
 
@@ -105,3 +107,29 @@ def test_a_record_carries_its_version_as_an_etag_and_if_match_star_matches_it(se
     assert r.status_code == 412, r.text
     r = operator.patch(f"{records}/{rid}", json={"body": {"title": "three"}}, headers={"If-Match": "*"})
     assert r.status_code == 200 and r.json()["record"]["title"] == "three", r.text
+
+
+def test_a_write_sent_from_another_sites_page_is_refused(server, operator, boot) -> None:
+    # A browser that read a note over /dav/ sends the Basic login with a form another site's page
+    # submits to /api/ (text/plain needs no CORS preflight): it names that page as its Origin.
+    made = create(operator, server.url, "leads")
+    records = f"{server.url}/api/collections/{made['id']}/records"
+    auth = (boot["email"], boot["password"])
+    form = '{"body":{"title":"from evil=' + '"}}'
+    for origin in ("http://evil.example", "null", server.url.replace("127.0.0.1", "localhost")):
+        r = requests.post(records, data=form, auth=auth,
+                          headers={"Content-Type": "text/plain", "Origin": origin}, timeout=10)
+        assert r.status_code == 403, (origin, r.status_code, r.text)
+        assert r.json()["error"] == (f"a request from a page of another site (Origin: {origin}) is refused: "
+                                     "the API answers programs and Host Finder's own pages")
+        r = requests.post(f"{server.url}/api/collections", auth=auth, headers={"Origin": origin}, timeout=10,
+                          json={"name": "csrf", "purpose": "p", "columns": []})
+        assert r.status_code == 403, (origin, r.status_code, r.text)
+    assert operator.get(records).json()["total"] == 0
+    assert [c["name"] for c in operator.get(f"{server.url}/api/collections").json()["collections"]] == ["leads"]
+    # Programs send no Origin; a page of this host names it.
+    for headers in ({}, {"Origin": server.url}):
+        r = requests.post(records, json={"body": {"title": "mine"}}, auth=auth, headers=headers, timeout=10)
+        assert r.status_code == 201, (headers, r.text)
+    # Reads stay open to any page the browser shows (they change nothing).
+    assert requests.get(records, auth=auth, headers={"Origin": "http://evil.example"}, timeout=10).status_code == 200
