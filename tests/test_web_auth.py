@@ -160,3 +160,14 @@ def test_a_changed_password_ends_the_users_web_sessions(server: RunningServer, b
     admin.set_password(server.db, email=boot["email"], password="a new long passphrase")
     assert s.get(server.url + "/databases", allow_redirects=False).status_code == 302
     assert web_login(server, boot["email"], "a new long passphrase").get(server.url + "/databases").status_code == 200
+
+
+def test_a_next_with_a_line_break_leads_to_the_default_page(server: RunningServer, boot: dict[str, Any]) -> None:
+    # A crafted login link with CR LF in next made a correct login answer 500, with no session.
+    s = requests.Session()
+    r = s.post(server.url + "/login", data={"email": boot["email"], "password": boot["password"],
+                                           "next": "/notes\r\nSet-Cookie: x=y"}, allow_redirects=False)
+    assert r.status_code == 302 and r.headers["Location"] == "/databases", (r.status_code, r.text[:300])
+    assert "x" not in s.cookies
+    r = s.get(server.url + "/", params={"next": "/\r\nx"}, allow_redirects=False)
+    assert r.status_code == 302 and r.headers["Location"] == "/databases", (r.status_code, r.text[:300])

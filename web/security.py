@@ -75,6 +75,8 @@ def safe_next(target: str | None) -> str | None:
     """A path on this site to return to after login, or None: never another host (an open redirect)."""
     if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return None
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in target):
+        return None  # a line break cannot go into the Location header (and no page has one)
     parts = urlsplit(target)
     return target if not parts.scheme and not parts.netloc else None
 
