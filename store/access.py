@@ -206,7 +206,8 @@ class Door:
         return None if self.throttle.would_refuse(keys) else principal
 
     def basic(self, email: str, secret: str, *, client: str | None = None) -> Principal | None:
-        """Email with a password or with one of that user's member tokens."""
+        """Email with a password (every organisation of the user) or with one of that user's
+        member tokens (the token's organisation)."""
         if not _plausible(email) or not _plausible(secret):
             return None
         address = _address_keys(client)
@@ -219,7 +220,7 @@ class Door:
                 row = self._token_row(conn, secret)
                 user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
                 if row and user and row["kind"] == "member" and row["user_id"] == user["id"]:
-                    principal = _user_principal(user, token_id=row["id"])
+                    principal = _user_principal(user, token=row)
                     self._remembered.put(key, generation, principal)
                     return principal
             self.throttle.failed_cheaply(address)
@@ -249,7 +250,8 @@ class Door:
         return _user_principal(user)
 
     def bearer(self, secret: str, *, client: str | None = None) -> Principal | None:
-        """A member token (acts as its user) or a service token (acts for its organisation)."""
+        """A member token (acts as its user in the token's organisation) or a service token (acts
+        for its organisation)."""
         if not _plausible(secret):
             return None
         key = self._remembered.key("bearer", secret)
@@ -265,7 +267,7 @@ class Door:
                 return principal
             if row is not None:
                 user = conn.execute(_USER + " WHERE u.id = %s", (row["user_id"],)).fetchone()
-                principal = _user_principal(user, token_id=row["id"])
+                principal = _user_principal(user, token=row)
                 self._remembered.put(key, generation, principal)
                 return principal
         self.throttle.failed_cheaply(_address_keys(client))
@@ -289,8 +291,14 @@ class Door:
             return _user_principal(user) if user else None
 
 
-def _user_principal(user: dict, *, token_id: int | None = None) -> Principal:
-    return Principal("user", user["id"], user["email"], frozenset(user["org_ids"]), token_id=token_id)
+def _user_principal(user: dict, *, token: dict | None = None) -> Principal:
+    """The user as a caller. With a member token, only in the token's organisation: a token is
+    created, listed and revoked per organisation (and ends with the membership there), so it
+    must not reach the user's other organisations, which could neither see nor revoke it."""
+    if token is None:
+        return Principal("user", user["id"], user["email"], frozenset(user["org_ids"]))
+    return Principal("user", user["id"], user["email"], frozenset(user["org_ids"]) & {token["org_id"]},
+                     token_id=token["id"])
 
 
 def _address_keys(client: str | None) -> list[Key]:

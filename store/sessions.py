@@ -55,6 +55,12 @@ def create(db: Database, principal: Principal) -> str:
     return secret
 
 
+# A session begun with a member token sees the token's organisation only, as the token does
+# (store.access._user_principal).
+_TOKENS_ORG = ("(s.api_token_id IS NULL OR m.org_id = (SELECT t.org_id FROM api_tokens t"
+               " WHERE t.id = s.api_token_id))")
+
+
 def lookup(db: Database, secret: str | None) -> WebSession | None:
     """The live session for a cookie secret, with the user's current organisations; None when the
     secret is unknown, expired, its token revoked, or the user belongs to no organisation any more."""
@@ -62,12 +68,12 @@ def lookup(db: Database, secret: str | None) -> WebSession | None:
         return None
     with db.connection() as conn:
         row = conn.execute(
-            """SELECT s.id, s.user_id, s.org_id, s.csrf_token, s.api_token_id, u.email,
+            f"""SELECT s.id, s.user_id, s.org_id, s.csrf_token, s.api_token_id, u.email,
                       s.last_seen_at < now() - %s AS stale,
-                      ARRAY(SELECT m.org_id FROM memberships m WHERE m.user_id = s.user_id
+                      ARRAY(SELECT m.org_id FROM memberships m WHERE m.user_id = s.user_id AND {_TOKENS_ORG}
                              ORDER BY m.org_id) AS org_ids,
                       ARRAY(SELECT o.name FROM memberships m JOIN organisations o ON o.id = m.org_id
-                             WHERE m.user_id = s.user_id ORDER BY m.org_id) AS org_names
+                             WHERE m.user_id = s.user_id AND {_TOKENS_ORG} ORDER BY m.org_id) AS org_names
                  FROM web_sessions s JOIN users u ON u.id = s.user_id
                 WHERE s.token_hash = %s AND s.expires_at > now()
                   AND (s.api_token_id IS NULL OR EXISTS (

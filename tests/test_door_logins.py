@@ -334,3 +334,29 @@ def test_while_the_login_channel_is_down_every_login_is_checked_by_query(server,
         conn.execute("SET LOCAL session_replication_role = replica")
         conn.execute("UPDATE users SET password_hash = NULL WHERE id = %s", (boot["user_id"],))
     assert s.request("PROPFIND", server.url + "/dav/", headers={"Depth": "0"}).status_code == 401
+
+
+def test_a_member_token_reaches_only_the_organisation_it_was_made_for(server, boot, db) -> None:
+    # The user belongs to two organisations; the token was made (and is listed, and revoked) in
+    # the first. It reached the second too, which could neither see nor revoke it.
+    from tests.web_browser import web_login
+    other = admin.bootstrap(db, org_name="Other", email="o@example.com", password="correct horse battery")
+    admin.add_member(db, org_id=other["org_id"], email=boot["email"])
+    token, email, password = boot["member_token"], boot["email"], boot["password"]
+    theirs = f"{server.url}/dav/org/{other['org_id']}/guilds/{other['guild_id']}/reach.md"
+    mine = f"{server.url}/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/reach.md"
+    assert requests.put(theirs, data=b"by password\n", auth=(email, password), timeout=10).status_code == 201
+    assert requests.get(theirs, auth=(email, token), timeout=10).status_code == 404
+    assert requests.put(theirs, data=b"by token\n", auth=(email, token), timeout=10).status_code == 404
+    assert requests.put(mine, data=b"by token\n", auth=(email, token), timeout=10).status_code == 201
+    listing = requests.get(f"{server.url}/api/collections", params={"org_id": other["org_id"]},
+                           headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert listing.status_code == 404, listing.text
+    assert requests.get(f"{server.url}/api/collections", params={"org_id": other["org_id"]},
+                        auth=(email, password), timeout=10).status_code == 200
+    # A web session begun with the token shows its organisation only.
+    s = web_login(server, email, token)
+    page = s.get(f"{server.url}/notes/org/{other['org_id']}/guilds/{other['guild_id']}/reach.md")
+    assert page.status_code == 404
+    assert s.get(f"{server.url}/notes/org/{boot['org_id']}/guilds/{boot['guild_id']}/reach.md").status_code == 200
+    assert requests.get(theirs, auth=(email, password), timeout=10).text == "by password\n"
