@@ -144,8 +144,9 @@ def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
     except StoreError:
         return []
     pattern = "%" + like_escape(path) + "%"
-    rows = conn.execute("SELECT id, task FROM agents WHERE org_id = %s AND task LIKE %s ORDER BY id",
-                        (org_id, pattern)).fetchall()
+    # (Tasks are kept as typed, NFD too: the NFC form is what is compared, by sql/090's index.)
+    rows = conn.execute("SELECT id, task FROM agents WHERE org_id = %s AND normalize(task, NFC) LIKE %s"
+                        " ORDER BY id", (org_id, pattern)).fetchall()
     return [task_path(org_id, r["id"]) for r in rows if path in find_embeds(r["task"])]
 
 

@@ -22,7 +22,7 @@ from store.agents import load_agent
 from store.db import Conn, Database
 from store.errors import Invalid, NotFound, PreconditionFailed
 from store.storage import check_content
-from store.paths import nfc, task_path
+from store.paths import task_path
 from store.provenance import record_change
 
 MAX_REVISIONS = 50
@@ -57,9 +57,9 @@ def read_task(conn: Conn, org_id: int, agent_id: int) -> dict:
 
 def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, *,
                if_version: int | None = None) -> dict:
-    # Stored NFC, as every display path is: an embed typed in NFD (macOS) must still be found by
-    # the substring search a note delete runs for the NFC path (store.embeds.embedding_tasks).
-    text = check_content(nfc(text) if isinstance(text, str) else text, "the task")
+    # Kept as sent (a client reading it back must find its bytes): an embed typed in NFD (macOS)
+    # is still found by a note's delete, which compares NFC forms (store.embeds.embedding_tasks).
+    text = check_content(text, "the task")
     embedded = embeds.find_embeds(text)
     problems = embeds.private_embed_problems(org_id, embedded)
     if problems:

@@ -29,3 +29,17 @@ def test_a_conditional_save_of_a_never_written_memory_or_task_goes_through(serve
     r = requests.put(f"{server.url}/dav/org/{boot['org_id']}/agents/{other['id']}/task.md", data=b"t\n",
                      auth=auth, headers={"If-Match": "*"}, timeout=10)
     assert r.status_code in (200, 204), r.text
+
+
+def test_a_task_saved_in_nfd_reads_back_byte_for_byte(server, boot) -> None:
+    # macOS editors write NFD; the task was stored NFC, so a GET after a PUT gave other bytes and
+    # another size (rclone called the copy corrupted and wrote it three times).
+    import unicodedata
+    url = f"{server.url}/dav/org/{boot['org_id']}/agents/{boot['agent_id']}/task.md"
+    auth = (boot["email"], boot["password"])
+    text = unicodedata.normalize("NFD", "Café résumé\n").encode()
+    assert requests.put(url, data=text, auth=auth, timeout=10).status_code in (200, 201, 204)
+    r = requests.get(url, auth=auth, timeout=10)
+    assert r.content == text and r.headers["Content-Length"] == str(len(text))
+    api = f"{server.url}/api/agents/{boot['agent_id']}/task"
+    assert requests.get(api, auth=auth, timeout=10).json()["task"] == text.decode()

@@ -167,15 +167,17 @@ def test_moving_unique_to_another_column_is_accepted_in_any_row_order(db, servic
     assert out["note"] == f"merged into existing record {holder}"
 
 
-# --- 5. a task saved in NFD still protects the NFC note it embeds ----------------------------------
+# --- 5. a task saved in NFD keeps its bytes and still protects the NFC note it embeds ---------------
 
 def test_a_task_embedding_a_note_in_nfd_blocks_its_delete(db, service, boot) -> None:
     org, agent = boot["org_id"], boot["agent_id"]
+    task = f"{NFD_CAFE}: see ![[org/{org}/agents/{agent}/{NFD_CAFE}.md]]"
     with db.transaction() as conn:
         notes.write_note(conn, org, "agent", agent, f"{NFC_CAFE}.md", "body", SYSTEM)
-        tasks.write_task(conn, org, agent, f"see ![[org/{org}/agents/{agent}/{NFD_CAFE}.md]]", SYSTEM)
+        tasks.write_task(conn, org, agent, task, SYSTEM)
     with db.connection() as conn:
-        assert tasks.read_task(conn, org, agent)["task"] == f"see ![[org/{org}/agents/{agent}/{NFC_CAFE}.md]]"
+        # As sent: a client reading the task back finds the bytes it wrote (rclone compares sizes).
+        assert tasks.read_task(conn, org, agent)["task"] == task
     with pytest.raises(errors.Embedded, match="embeds it"):
         tool(db, service, boot, "note_delete", path=f"org/{org}/agents/{agent}/{NFC_CAFE}.md")
     assert tool(db, service, boot, "note_get", path=f"org/{org}/agents/{agent}/{NFC_CAFE}.md")["content"] == "body"
