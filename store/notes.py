@@ -43,8 +43,8 @@ from store.agents import Agent, AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound
 from store.paths import (LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path,
-                         parse, refuse_side_name)
-from store.storage import (NOTE_COLUMNS, OWNER_CAP, check_content, owner_columns, owner_key, refuse_new_side_name,
+                         new_note_problem, parse, refuse_name)
+from store.storage import (NOTE_COLUMNS, OWNER_CAP, check_content, owner_columns, owner_key, refuse_new_name,
                            retire, owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
 from store.tools import Arg, tool
 
@@ -113,7 +113,7 @@ def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: s
     ``hidden_for``, ``honour_leases``: as store.storage.save_artifact."""
     key, path = _ref(org_id, level, owner_id, key)
     check_content(content)
-    refuse_new_side_name(conn, path, key)
+    refuse_new_name(conn, path, new_note_problem(key, level))  # type: ignore[arg-type]
     row, _ = save_artifact(conn, kind="note", org_id=org_id, level=level, owner_id=owner_id, key=key,
                                  display_path=path, content=content, actor=actor, if_version=if_version,
                                  create_only=create_only, hidden_for=hidden_for, honour_leases=honour_leases)
@@ -153,7 +153,7 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
         raise Forbidden(f"cannot move {s_path}: {nfc(s_key)} is reserved at the agent root and cannot be "
                         "moved; copy its content to a note instead")
     d_key, d_path = _ref(d_org, d_level, d_owner, d_key)
-    refuse_side_name(d_key)
+    refuse_name(new_note_problem(d_key, d_level))  # type: ignore[arg-type]
     if s_org != d_org:
         msg = f"cannot move {s_path} to {d_path}: a note stays in its organisation"
         raise Invalid(msg, [msg])

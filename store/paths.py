@@ -76,14 +76,36 @@ def side_name_problem(name: str) -> str | None:
     read: a note that already has such a name stays readable and removable."""
     if not is_side_file(nfc(name)):
         return None
+    example = "summary.py" if name.endswith(".py") else "summary.md"
     return (f"the name {name!r} has the form editors and programs give their temporary, backup and lock "
             "files (tmp and 8 letters or digits, ~$name, name.md.tmp.x, name.md.sb-x), which file clients "
-            "keep out of the notes; choose another name, such as summary.md")
+            f"keep out of the notes; choose another name, such as {example}")
 
 
-def refuse_side_name(name: str) -> None:
-    """Invalid with side_name_problem's sentence when ``name`` has a side file's form (a rename)."""
-    if (problem := side_name_problem(name)) is not None:
+def lookalike_problem(key: str, level: Level) -> str | None:
+    """Why an agent note may not be given ``key``, or None: it differs from task.md or memory.md
+    only in case, width or surrounding spaces. Finder and Windows Explorer do not tell such names
+    apart, so the note and the memory would show as one file, and renaming one to the other's
+    spelling is a move onto the memory. Checked where a name is given, as side_name_problem."""
+    if level != "agent" or key in RESERVED_AGENT_KEYS:
+        return None
+    folded = unicodedata.normalize("NFKC", key).casefold().strip()
+    if folded not in RESERVED_AGENT_KEYS:
+        return None
+    return (f"the key {key!r} differs from the reserved {folded} only in case, width or spaces; Finder "
+            "and Windows Explorer, which do not tell such names apart, would show the two as one file; "
+            "choose another key, such as notes.md")
+
+
+def new_note_problem(key: str, level: Level) -> str | None:
+    """Why a note may not be created under (or renamed to) ``key``, or None: see
+    side_name_problem and lookalike_problem."""
+    return side_name_problem(key) or lookalike_problem(key, level)
+
+
+def refuse_name(problem: str | None) -> None:
+    """Invalid with ``problem`` when there is one (the rename checks of notes and scripts)."""
+    if problem is not None:
         raise Invalid(problem, [problem])
 
 

@@ -24,9 +24,9 @@ from store.agents import AgentCall
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, NotFound
 from store.notes import iso
-from store.storage import (NOTE_COLUMNS, check_content, refuse_new_side_name, relocate_artifact, save_artifact,
+from store.storage import (NOTE_COLUMNS, check_content, refuse_new_name, relocate_artifact, save_artifact,
                            soft_delete_artifact)
-from store.paths import SCRIPT_NAME, nfc, refuse_side_name, script_path
+from store.paths import SCRIPT_NAME, nfc, refuse_name, script_path, side_name_problem
 from store.tools import Arg, tool
 
 
@@ -58,7 +58,7 @@ def write_script(conn: Conn, org_id: int, agent_id: int, name: str, content: str
     name = check_name(name)
     check_content(content, "the script")
     path = script_path(org_id, agent_id, name)
-    refuse_new_side_name(conn, path, name)
+    refuse_new_name(conn, path, side_name_problem(name))
     row, _ = save_artifact(conn, kind="script", org_id=org_id, level="agent", owner_id=agent_id,
                                  key=name, display_path=path, content=content, actor=actor,
                                  if_version=if_version, create_only=create_only, hidden_for=hidden_for,
@@ -77,7 +77,7 @@ def move_script(conn: Conn, org_id: int, agent_id: int, name: str, new_name: str
                 replace: bool) -> dict:
     """Rename a script within its agent; the row keeps its id and its version goes up by one."""
     new_name = check_name(new_name)
-    refuse_side_name(new_name)
+    refuse_name(side_name_problem(new_name))
     src, dst = script_path(org_id, agent_id, nfc(name)), script_path(org_id, agent_id, new_name)
     rows = conn.execute("SELECT id, display_path FROM artifacts WHERE display_path = ANY(%s)"
                         " AND deleted_at IS NULL AND kind = 'script' ORDER BY id FOR UPDATE", ([src, dst],)).fetchall()

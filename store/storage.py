@@ -18,7 +18,6 @@ from store import locks, scratch
 from store.access import Actor
 from store.db import Conn, compact, on_constraint
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
-from store.paths import side_name_problem
 from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 
 MAX_CONTENT_BYTES = 262_144  # 256 KB of UTF-8 per write
@@ -58,11 +57,10 @@ def locked_version(conn: Conn, path: str) -> int | None:
     return row["version"] if row else None
 
 
-def refuse_new_side_name(conn: Conn, path: str, name: str) -> None:
-    """Invalid when ``name`` has a side file's form (store.paths.side_name_problem) and no live
-    artifact holds ``path`` yet: such a name may not be given to a new note or script, while one
-    written before the rule may still be saved. The query runs only for such names."""
-    problem = side_name_problem(name)
+def refuse_new_name(conn: Conn, path: str, problem: str | None) -> None:
+    """Invalid with ``problem`` (store.paths.new_note_problem, side_name_problem) when there is
+    one and no live artifact holds ``path`` yet: such a name may not be given to a new note or
+    script, while one written before the rule may still be saved. The query runs only then."""
     if problem is not None and conn.execute("SELECT 1 FROM artifacts WHERE display_path = %s"
                                             " AND deleted_at IS NULL", (path,)).fetchone() is None:
         raise Invalid(problem, [problem])

@@ -339,6 +339,32 @@ def test_a_side_files_name_is_given_to_no_new_note(db, service, boot, tree: Host
     assert tree.stat(f"org/{org}/guilds/{guild}/summary.md").version == 1  # the refused move moved nothing
 
 
+@pytest.mark.parametrize("key", ["Memory.md", "TASK.md", "\uff54ask.md", " task.md"])
+def test_a_lookalike_of_memory_or_task_is_given_to_no_new_agent_note(db, service, boot, key: str) -> None:
+    """Finder and Windows Explorer do not tell Memory.md from memory.md: the note and the memory
+    would show as one file there, and renaming the note to the other spelling moves it onto the
+    memory. Such a key is refused for a new agent note and a rename; a guild note may have it;
+    one written before the rule stays writable."""
+    org, agent, guild = boot["org_id"], boot["agent_id"], boot["guild_id"]
+    with pytest.raises(errors.Invalid, match="only in case, width or spaces"):
+        tool(db, service, boot, "note_write", level="agent", key=key, content="x")
+    tool(db, service, boot, "note_write", level="agent", key="plan.md", content="p")
+    with pytest.raises(errors.Invalid, match="choose another key"), db.transaction() as conn:
+        notes.move_note(conn, (org, "agent", agent, "plan.md"), (org, "agent", agent, key), SYSTEM, replace=False)
+    assert tool(db, service, boot, "note_write", level="guild", key=key, content="g")["version"] == 1
+    path = f"org/{org}/agents/{agent}/{key}"
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)"
+                     " VALUES (%s, 'note', 'agent', %s, %s, %s, 'old')", (org, agent, key, path))
+    assert tool(db, service, boot, "note_write", level="agent", key=key, content="new")["version"] == 2
+
+
+def test_a_scripts_side_file_name_is_refused_with_a_script_name_to_use() -> None:
+    from store.paths import side_name_problem
+    assert side_name_problem("tmpabcdefgh.py").endswith("choose another name, such as summary.py")
+    assert side_name_problem("tmpabcdefgh.md").endswith("choose another name, such as summary.md")
+
+
 # --- arguments an agent can send -------------------------------------------------------------------
 
 def test_a_note_find_query_is_at_most_1000_characters(db, service, boot) -> None:

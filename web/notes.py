@@ -29,7 +29,7 @@ from store import embeds, files, notes, orgs
 from store.errors import (AlreadyExists, Embedded, Invalid, LimitReached, Locked, NotANote, NotFound,
                           PreconditionFailed, StoreError, TooLarge)
 from store.host import HostTree
-from store.paths import Target, check_note_key, nfc, note_path, parse, side_name_problem
+from store.paths import Target, check_note_key, new_note_problem, nfc, note_path, parse
 from web.errors import status_of
 from web.provenance import strip as provenance
 from web.security import db, login_required, principal, session
@@ -403,7 +403,7 @@ def rename(display_path: str) -> ResponseReturnValue:
         key = check_note_key(key, level)  # type: ignore[arg-type]
         # The Host tree takes a move to a side file's name for an editor's rename-away save (the
         # note stays, hidden from this user a while); asked for by name here, it is a rename.
-        if (problem := side_name_problem(key)) is not None:
+        if (problem := new_note_problem(key, level)) is not None:  # type: ignore[arg-type]
             raise Invalid(problem, [f"name: {problem}"])
         new_path = note_path(target.org_id, level, owner_id, key)  # type: ignore[arg-type]
         if new_path == target.path:
