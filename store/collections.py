@@ -16,6 +16,7 @@ from psycopg import sql
 from psycopg.errors import Diagnostic
 
 from store import db as store_db
+from store import orgs
 from store.access import Actor, Principal
 from store.columns import Column, apply_schema_change, column_problems, columns_json, stored_columns
 from store.db import Conn, Database
@@ -344,14 +345,6 @@ def _is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
 
 
-def _guild_row(conn: Conn, principal: Principal, guild_id: int) -> dict[str, Any]:
-    row = (conn.execute("SELECT id, org_id, name FROM guilds WHERE id = %s", (guild_id,)).fetchone()
-           if _is_id(guild_id) else None)
-    if row is None or row["org_id"] not in principal.org_ids:
-        raise NotFound(f"unknown guild {guild_id}")
-    return row
-
-
 def _agent_row(conn: Conn, principal: Principal, agent_id: int) -> dict[str, Any]:
     row = (conn.execute("SELECT id, org_id, guild_id, name FROM agents WHERE id = %s", (agent_id,)).fetchone()
            if _is_id(agent_id) else None)
@@ -373,7 +366,7 @@ SELECT c.id AS collection_id, c.name, c.purpose, c.guild_id,
 def guild_access(conn: Conn, principal: Principal, guild_id: int) -> dict[str, Any]:
     """The guild's own tables (scope guild, write) and every organisation table with the guild's
     grant (mode null when it has none)."""
-    g = _guild_row(conn, principal, guild_id)
+    g = orgs.guild(conn, principal, guild_id)
     rows = conn.execute(_GUILD_VIEW + " ORDER BY scope DESC, c.name", {"guild": g["id"], "org": g["org_id"]}).fetchall()
     return {"guild_id": g["id"], "collections": [
         {"collection_id": r["collection_id"], "name": r["name"], "purpose": r["purpose"], "scope": r["scope"],
@@ -427,7 +420,7 @@ def set_guild_access(db: Database, principal: Principal, guild_id: int, body: ob
     no guild grant: its guild already writes it and no other guild may reach it (422)."""
     cid, mode = _grant_body(body, GUILD_MODES, "guild")
     with db.transaction() as conn:
-        g = _guild_row(conn, principal, guild_id)
+        g = orgs.guild(conn, principal, guild_id)
         c = get_collection(conn, g["org_id"], cid, lock=True)
         if c.guild_id is not None:
             owner = "this guild's own table" if c.guild_id == g["id"] else f"guild {c.guild_id}'s own table"

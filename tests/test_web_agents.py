@@ -208,3 +208,74 @@ def test_a_task_open_in_a_webdav_client_is_not_saved_over(browser: Browser, boot
                             headers={"Lock-Token": r.headers["Lock-Token"]}).status_code == 204
     press(browser, "Save")
     assert task_api(operator, server, agent)["task"] == "my new task\n"
+
+
+def _row(browser: Browser, css: str, name: str) -> Any:
+    return next(r for r in browser.finds(f"{css} tbody tr") if r.text.split("\n")[0].startswith(name))
+
+
+def test_a_guilds_grants_and_an_agents_own_access_are_edited_from_their_state(browser: Browser, boot, server,
+                                                                               service, operator, db) -> None:
+    # The spec: "a guild's grants and an agent's own access are edited from their State and
+    # Databases tabs". Each change is what a run of the agent then reaches (State over the API).
+    from selenium.webdriver.support.ui import Select
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    make_collection(db, org, "leads", LEADS, purpose="sales leads")
+    make_collection(db, org, "ledger", LEADS, guild_id=guild, purpose="the guild's own book")
+    reached = lambda: [(c["name"], c["access"]) for c in ok(service.get(f"{server.url}/api/agents/{agent}/state"))["collections"]]  # noqa: E731
+    assert reached() == [("ledger", "write")]
+    login(browser, boot)
+    # The guild's State, reached from the agent's.
+    browser.open(f"/agents/{agent}")
+    follow(browser, browser.find("h1 a"))
+    assert browser.path == f"/guilds/{guild}"
+    own = browser.find("table.guild-own").text
+    assert "ledger" in own and "write" in own
+    row = _row(browser, "table.guild-grants", "leads")
+    Select(row.find_element(browser.By.NAME, "mode")).select_by_value("read")
+    browser.navigate(browser.button("Save", within=row))
+    assert "Access saved." in browser.text() and browser.path.startswith(f"/guilds/{guild}?")
+    assert Select(_row(browser, "table.guild-grants", "leads").find_element(browser.By.NAME, "mode")
+                  ).first_selected_option.text == "read"
+    browser.shot("guild-state-databases")
+    assert sorted(reached()) == [("leads", "read"), ("ledger", "write")]
+    # The agent's own row, from its State: none on its guild's own table, write on leads.
+    browser.open(f"/agents/{agent}#collections")
+    row = _row(browser, "table.agent-access", "leads")
+    assert "read" in row.find_element(browser.By.XPATH, "td[3]").text  # from the guild
+    Select(row.find_element(browser.By.NAME, "mode")).select_by_value("write")
+    browser.navigate(browser.button("Save", within=row))
+    assert "Access saved." in browser.text()
+    row = _row(browser, "table.agent-access", "ledger")
+    Select(row.find_element(browser.By.NAME, "mode")).select_by_value("none")
+    browser.navigate(browser.button("Save", within=row))
+    assert _row(browser, "table.agent-access", "ledger").find_element(browser.By.CSS_SELECTOR, ".effective").text \
+        == "no access"
+    assert reached() == [("leads", "write")]
+    assert "ledger" not in browser.find("table.reach").text
+    browser.shot("agent-state-access")
+    # Back to inheriting: the guild's mode again.
+    row = _row(browser, "table.agent-access", "leads")
+    Select(row.find_element(browser.By.NAME, "mode")).select_by_value("")
+    browser.navigate(browser.button("Save", within=row))
+    assert sorted(reached()) == [("leads", "read")]
+
+
+def test_a_refused_access_change_says_why_on_the_state_page(boot, server, db) -> None:
+    from tests.web_browser import csrf_of
+    org = boot["org_id"]
+    sales = admin.create_guild(db, org_id=org, name="Sales")
+    theirs = make_collection(db, org, "pipeline", LEADS, guild_id=sales["id"])
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/agents/{boot['agent_id']}").text)
+    r = s.post(f"{server.url}/agents/{boot['agent_id']}/access",
+               data={"csrf_token": token, "collection_id": str(theirs["id"]), "mode": "read"})
+    assert r.status_code == 422 and "accepted only for an agent of that guild" in r.text
+    r = s.post(f"{server.url}/guilds/{boot['guild_id']}/access",
+               data={"csrf_token": token, "collection_id": str(theirs["id"]), "mode": "read"})
+    assert r.status_code == 422 and "takes no guild grant" in r.text
+    r = s.post(f"{server.url}/guilds/{boot['guild_id']}/access", data={"csrf_token": token, "collection_id": "x"})
+    assert r.status_code == 422 and "collection_id must be a whole number" in r.text
+    other = admin.bootstrap(db, org_name="Other", email="o@example.com", password="correct horse battery")
+    assert s.get(f"{server.url}/guilds/{other['guild_id']}").status_code == 404
+    assert s.get(f"{server.url}/guilds/999999").status_code == 404

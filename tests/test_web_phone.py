@@ -41,8 +41,16 @@ def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, servic
                        "score": 91}))
     ok(call_tool(server, service, agent, "note_write", level="org", key="a-rather-long-note-name-for-a-phone.md",
                  content="# Plan\n\n| a | b | c |\n| --- | --- | --- |\n| one | two | three |\n"))
+    # A column name may be 64 characters with no break: its label wraps (it widened the page).
+    long_name = "a_very_long_column_name_that_goes_on_and_on_without_any_break_x"[:64]
+    wide = make_collection(db, org, "wide", [{"name": long_name, "type": "text", "description": "long"}],
+                           guild_id=guild)
+    ok(call_tool(server, service, agent, "record_add", collection="wide", body={long_name: "v"}))
     login(phone, boot)
     pages = {
+        "wide-record": f"/databases/{wide['id']}/records/1",
+        "wide-table-filters": f"/databases/{wide['id']}?f.{long_name}=v",
+        "guild": f"/guilds/{guild}",
         "databases": "/databases",
         "table": f"/databases/{leads['id']}",
         "record": f"/databases/{leads['id']}/records/1",

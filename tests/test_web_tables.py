@@ -84,7 +84,7 @@ def test_a_table_over_the_limit_keeps_the_form_as_typed(boot, server, db) -> Non
     assert r.status_code == 422 and "the most it can hold (100)" in r.text, (r.status_code, r.text[:300])
     assert "typed purpose" in r.text and "typed description" in r.text
     r = s.post(f"{server.url}/databases/new", data=dict(form, owner="999"))
-    assert r.status_code == 404 and "typed purpose" in r.text
+    assert r.status_code == 422 and "typed purpose" in r.text and "guild_id 999 is not a guild" in r.text
 
 
 def test_rename_retype_and_remove_columns(browser: Browser, boot, operator, server, db) -> None:

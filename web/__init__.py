@@ -15,7 +15,7 @@ from store.access import Door
 from store.db import Database
 
 # One blueprint per area, each a module exposing ``bp``.
-BLUEPRINTS = ("web.auth", "web.databases", "web.notes", "web.agents", "web.runs")
+BLUEPRINTS = ("web.auth", "web.databases", "web.notes", "web.agents", "web.guilds", "web.runs")
 
 
 def create_app(db: Database, *, door: Door | None = None) -> Flask:

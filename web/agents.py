@@ -6,6 +6,7 @@
     /agents/<id>/task/revisions/<version>     one earlier save, diffed against the current task
     /agents/<id>/memory/history/<name>        one archived memory version, diffed against the current
     /agents/<id>/scripts/<name>               one script (read), with its provenance strip
+    /agents/<id>/access                       POST: the agent's own row on one table (its Databases tab)
 
 All store calls: store.state.get_state (the same projection as GET /api/agents/<id>/state),
 store.tasks for the editor and revisions, store.memory, store.scripts and store.grants. An agent of
@@ -18,6 +19,7 @@ from typing import Any
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from store import collections as colls
 from store import embeds, grants, memory, notes, orgs, scripts, tasks
 from store import locks as leases
 from store import state as state_view
@@ -25,13 +27,14 @@ from store.agents import Agent, load_agent
 from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
 from store.paths import task_path
 from web.errors import status_of
+from web.forms import form_id
 from web.notes import diff_lines, embed_list, provenance, render_markdown
 from web.security import db, login_required, principal
 
 bp = Blueprint("agents", __name__)
 
 DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
-        "unchanged": "Nothing changed, so nothing was saved."}
+        "unchanged": "Nothing changed, so nothing was saved.", "access": "Access saved."}
 
 
 EMBED_CHOICES = 1000  # paths offered by the task editor's Insert box
@@ -58,6 +61,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         history = memory.list_history(conn, agent.org_id, agent.id)
         script_rows = scripts.list_scripts(conn, agent.org_id, agent.id)
         reach = grants.granted_collections(conn, agent)
+        access = colls.agent_access(conn, principal(), agent.id)["collections"]
         task_strip = provenance(conn, st["task"]["display_path"])
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
@@ -70,7 +74,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         "agents/state.html", nav="notes", agent=agent, guild=guild, st=st, task=task,
         task_html=render_markdown(task["text"]), task_embeds=task_embeds, embed_problems=embed_problems,
         memory_html=render_markdown(st["memory"]["content"]), revisions=revisions, history=history,
-        scripts=script_rows, collections=reach, task_strip=task_strip, memory_strip=memory_strip,
+        scripts=script_rows, collections=reach, access=access, task_strip=task_strip, memory_strip=memory_strip,
         editor_text=task["raw"] if editor_text is None else editor_text, unsaved=editor_text is not None,
         editor_version=task["version"] if editor_version is None else editor_version,
         embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
@@ -83,6 +87,19 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
 @login_required
 def state(agent_id: int) -> ResponseReturnValue:
     return _page(agent_id)
+
+
+@bp.post("/agents/<int:agent_id>/access")
+@login_required
+def save_access(agent_id: int) -> ResponseReturnValue:
+    """The agent's own row on one table: read, write, none, or '' to inherit its guild's mode (the
+    same rules as PUT /api/agents/<id>/collection-access)."""
+    try:
+        body = {"collection_id": form_id("collection_id"), "mode": request.form.get("mode", "") or None}
+        colls.set_agent_access(db(), principal(), agent_id, body)
+    except Invalid as exc:
+        return _page(agent_id, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems)
+    return redirect(url_for("agents.state", agent_id=agent_id, done="access") + "#collections")
 
 
 def _version_field() -> int:

@@ -19,6 +19,7 @@ from store.collections import collection_for_member
 from store.errors import Conflict, Invalid, LimitReached, NotFound, StoreError, TooLarge
 from web import columns_form, export, live, record_form
 from web.errors import status_of
+from web.forms import form_id
 from web.provenance import strip as provenance_strip
 from web.security import db, login_required, principal, session
 
@@ -449,21 +450,14 @@ def save_access(collection_id: int) -> ResponseReturnValue:
     mode = request.form.get("mode", "") or None
     try:
         if request.form.get("agent_id"):
-            agent_id = _form_id("agent_id")
+            agent_id = form_id("agent_id")
             colls.set_agent_access(db(), principal(), agent_id, {"collection_id": collection_id, "mode": mode})
         else:
-            guild_id = _form_id("guild_id")
+            guild_id = form_id("guild_id")
             colls.set_guild_access(db(), principal(), guild_id, {"collection_id": collection_id, "mode": mode})
     except Invalid as exc:
         return access(collection_id, error=exc.message.split("\n")[0], problems=exc.problems, status=status_of(exc))
     return redirect(url_for("databases.access", collection_id=collection_id, done="access"))
-
-
-def _form_id(name: str) -> int:
-    raw = request.form.get(name, "")
-    if not (raw.isascii() and raw.isdigit() and 0 < len(raw) < 19):
-        raise Invalid(f"{name} must be a whole number; got {raw!r}", [f"{name}: a whole number; got {raw!r}"])
-    return int(raw)
 
 
 # --- live refresh ---------------------------------------------------------------------------------
