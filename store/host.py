@@ -277,8 +277,7 @@ class HostTree:
         """Refuse now, with the sentence write() would give, a name that cannot be written (a
         .txt file, a read-only folder), so a client learns it before it sends the body."""
         parts = split(path)
-        if not parts or folder_of(parts) is not None:
-            raise NotANote(f"/{'/'.join(parts)} is a folder; files go inside it")
+        self._refuse_folder(parts, NotANote(f"/{'/'.join(parts)} is a folder; files go inside it"))
         folder, name = self._parent(parts)
         if not _side(parts):
             family_for(folder, name, for_write=True)
@@ -286,8 +285,7 @@ class HostTree:
     def delete(self, path: str) -> None:
         self._forget_recent()
         parts = split(path)
-        if folder_of(parts) is not None:
-            raise Forbidden(f"/{'/'.join(parts)} is a folder of the layout; folders cannot be deleted")
+        self._refuse_folder(parts, Forbidden(f"/{'/'.join(parts)} is a folder of the layout; folders cannot be deleted"))
         folder, name = self._parent(parts)
         tree_path = "/".join(parts)
         with self.db.transaction() as conn:
@@ -321,6 +319,10 @@ class HostTree:
     def mkdir(self, path: str) -> None:
         parts = split(path)
         where = "/".join(parts[:-1])
+        # Another organisation's folder, or one in it: 404, as for anything there.
+        self._refuse_folder(parts, None)
+        if len(parts) > 1:
+            self._parent(parts)
         raise NotANote(f"cannot create the folder /{'/'.join(parts)}: notes are flat, so there are no folders "
                        f"to make; save the note as a .md file directly in /{where} (for example "
                        f"/{where}/{parts[-1] if parts else 'notes'}.md)")
@@ -331,11 +333,10 @@ class HostTree:
         self._forget_recent()
         sp, dp = split(src), split(dst)
         verb = "move" if is_move else "copy"
-        if folder_of(sp) is not None:
-            raise Forbidden(f"/{'/'.join(sp)} is a folder of the layout; folders cannot be "
-                            f"{'moved' if is_move else 'copied'}")
-        if folder_of(dp) is not None or not dp:
-            raise Forbidden(f"/{'/'.join(dp)} is a folder of the layout; {verb} a file into it by naming the file")
+        self._refuse_folder(sp, Forbidden(f"/{'/'.join(sp)} is a folder of the layout; folders cannot be "
+                                          f"{'moved' if is_move else 'copied'}"))
+        self._refuse_folder(dp, Forbidden(f"/{'/'.join(dp)} is a folder of the layout; {verb} a file into it "
+                                          "by naming the file"))
         if sp == dp:
             raise Forbidden(f"cannot {verb} /{'/'.join(sp)} onto itself")
         sfolder, sname = self._parent(sp)
@@ -427,6 +428,19 @@ class HostTree:
     def _check_org(self, folder: Folder) -> None:
         if folder.org_id is not None:
             self.principal.require_org(folder.org_id, f"path /{folder.path}")
+
+    def _refuse_folder(self, parts: list[str], refusal: StoreError | None) -> None:
+        """Raise ``refusal`` (a write, delete or transfer of a folder of the layout) when ``parts``
+        name one: after NotFound for a folder this user does not see (another organisation's, a
+        guild that does not exist), so that such a folder answers 404 as its files do."""
+        folder = folder_of(parts)
+        if folder is None:
+            return
+        if folder.org_id is not None:
+            with self.db.connection() as conn:
+                self._require_folder(conn, folder)
+        if refusal is not None:
+            raise refusal
 
     def _parent(self, parts: list[str]) -> tuple[Folder, str]:
         folder = folder_of(parts[:-1])

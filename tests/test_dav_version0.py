@@ -43,3 +43,27 @@ def test_a_task_saved_in_nfd_reads_back_byte_for_byte(server, boot) -> None:
     assert r.content == text and r.headers["Content-Length"] == str(len(text))
     api = f"{server.url}/api/agents/{boot['agent_id']}/task"
     assert requests.get(api, auth=auth, timeout=10).json()["task"] == text.decode()
+
+
+def test_another_organisations_folders_answer_404_to_every_method(server, boot, db) -> None:
+    # They answered 403 ("is a folder"), where the README promises 404 for another
+    # organisation's ids; so did a guild folder that does not exist.
+    other = admin.bootstrap(db, org_name="Other", email="o@example.com", password="correct horse battery")
+    auth = (boot["email"], boot["password"])
+    dav = f"{server.url}/dav"
+    mine = f"org/{boot['org_id']}/guilds/{boot['guild_id']}/mine.md"
+    assert requests.put(f"{dav}/{mine}", data=b"x", auth=auth, timeout=10).status_code == 201
+    lock = ('<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope>'
+            "<D:locktype><D:write/></D:locktype></D:lockinfo>")
+    for folder in (f"org/{other['org_id']}/", f"org/{other['org_id']}/guilds/{other['guild_id']}/",
+                   f"org/{other['org_id']}/agents/{other['agent_id']}/", f"org/{boot['org_id']}/guilds/999999/"):
+        for method, kwargs in (("PUT", {"data": b"x"}), ("MKCOL", {}), ("DELETE", {}),
+                               ("LOCK", {"data": lock, "headers": {"Content-Type": "text/xml"}}),
+                               ("MOVE", {"headers": {"Destination": f"{dav}/{mine}"}})):
+            r = requests.request(method, f"{dav}/{folder}", auth=auth, timeout=10, **kwargs)
+            assert r.status_code == 404, (method, folder, r.status_code, r.text)
+        r = requests.request("COPY", f"{dav}/{mine}", auth=auth, timeout=10, headers={"Destination": f"{dav}/{folder}"})
+        assert r.status_code == 404, ("COPY", folder, r.status_code, r.text)
+    # One's own organisation's folder is there, and is refused as a folder.
+    r = requests.put(f"{dav}/org/{boot['org_id']}/", data=b"x", auth=auth, timeout=10)
+    assert r.status_code == 405 and "Cannot PUT to a collection" in r.text, r.text
