@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import logging
 
-from wsgidav.dav_error import HTTP_INTERNAL_ERROR, DAVError
+from wsgidav.dav_error import ERROR_DESCRIPTIONS, HTTP_INTERNAL_ERROR, DAVError
 
 from store import errors as e
+
+# WsgiDAV has no reason phrase for 503 and would send "503 Status" (the store is unavailable).
+ERROR_DESCRIPTIONS.setdefault(503, "503 Service Unavailable")
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,10 @@ def check_destination(environ: dict[str, Any]) -> None:
     """COPY and MOVE: Destination must be a URL or absolute path, percent-encoded UTF-8, under the
     mount, with no encoded slash."""
     raw = environ.get("HTTP_DESTINATION")
-    if raw is None:
-        return  # WsgiDAV answers 400 "Missing required Destination header"
     example = f"such as http://host{environ.get('SCRIPT_NAME', '')}/org/1/agents/2/new.md"
+    if raw is None:
+        raise bad_request(f"{environ.get('REQUEST_METHOD')} needs a Destination header: the URL of the new "
+                          f"name, {example}")
     text = raw.strip()
     if not text:
         raise bad_request(f"the Destination header is empty; send the URL of the new name, {example}")

@@ -131,7 +131,10 @@ def _refusal(environ: dict[str, Any], path: str) -> WSGIApp | None:
         return _answer("400 Bad Request", "the path is not valid UTF-8; percent-encode file names as UTF-8", path=path)
     length = environ.get("CONTENT_LENGTH", "")
     if length and not (length.isascii() and length.isdigit()):
-        return _answer("400 Bad Request", f"Content-Length {length!r} is not a number of bytes", path=path)
+        # Where the body ends is unknown, so what follows on the connection is not a request.
+        _close_after(environ)
+        return _answer("400 Bad Request", f"Content-Length {length!r} is not a number of bytes",
+                       [("Connection", "close")], path=path)
     header = environ.get("HTTP_AUTHORIZATION", "").strip()
     if header.split(" ", 1)[0].lower() == "basic" and parse_basic(header) is None:
         return _answer("401 Unauthorized", "the Basic credentials are not base64 of email:password in UTF-8",
@@ -145,10 +148,15 @@ def _bounded(environ: dict[str, Any], path: str) -> WSGIApp | None:
     refusal = limits.guard(environ, path)
     if refusal is None:
         return None
+    _close_after(environ)
+    return _answer(refusal.status, refusal.sentence, [("Connection", "close")], path=path)
+
+
+def _close_after(environ: dict[str, Any]) -> None:
+    """Ask the door to close the connection after this answer."""
     close = environ.get(CLOSE_CONNECTION)
     if close is not None:
         close()
-    return _answer(refusal.status, refusal.sentence, [("Connection", "close")], path=path)
 
 
 def _outage_as_503(app: WSGIApp) -> WSGIApp:

@@ -802,6 +802,30 @@ def test_protocol_mistakes_get_a_status_and_a_sentence_at_once(server, boot) -> 
     assert status_of(answer) == 400 and b"CRLF" in answer and time.monotonic() - started < 2
 
 
+def test_a_content_length_that_is_no_number_closes_the_connection_after_its_400(server, boot) -> None:
+    # Where the body ends is unknown: what came after the head was read as the next request.
+    smuggled = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    for length in (b"-5", b"5x", b"+5"):
+        with socket.create_connection(address(server), timeout=5) as s:
+            s.sendall(f"PUT /dav/org/{boot['org_id']}/n.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                      .encode() + b"Content-Length: " + length + b"\r\n\r\n" + smuggled)
+            answer = b""
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := s.recv(65536):   # until the server closes (a timeout fails the test)
+                    answer += chunk
+        assert status_of(answer) == 400 and answer.count(b"HTTP/1.1 ") == 1, (length, answer)
+
+
+def test_move_or_copy_without_a_destination_is_a_400_with_a_sentence(server, boot) -> None:
+    note = f"{server.url}/dav/org/{boot['org_id']}/moved.md"
+    auth = (boot["email"], boot["password"])
+    assert requests.put(note, data=b"x", auth=auth, timeout=5).status_code == 201
+    for method in ("MOVE", "COPY"):
+        r = requests.request(method, note, auth=auth, timeout=5)
+        assert r.status_code == 400 and f"{method} needs a Destination header" in r.text, (method, r.status_code, r.text)
+    assert requests.get(note, auth=auth, timeout=5).content == b"x"
+
+
 @pytest.mark.parametrize("lengths", [("5", "6"), ("0", "10")])
 def test_two_different_content_lengths_are_a_400(server, boot, lengths: tuple[str, str]) -> None:
     head = (f"PUT /dav/org/{boot['org_id']}/two.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"

@@ -23,6 +23,7 @@ from store import admin, migrations
 from store.db import Database
 from store.errors import Unavailable
 from tests.conftest import RunningServer, _test_bindir, running_gateway
+from tests.web_browser import csrf_of, web_login
 
 
 @pytest.fixture
@@ -66,9 +67,16 @@ def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage, ca
     note = f"{server.url}/dav/org/{boot['org_id']}/before.md"
     assert requests.put(note, data=b"# before\n", auth=auth, timeout=10).status_code == 201
     assert requests.get(f"{server.url}/api/health", timeout=10).status_code == 200
+    web = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(web.get(f"{server.url}/agents/{boot['agent_id']}").text)
 
     pg.stop()
     answers = []
+    # The web app's pages and forms too (they answered 400 "Bad request" with the outage's sentence).
+    answers.append(timed(web.get, f"{server.url}/notes"))
+    answers.append(timed(web.get, f"{server.url}/databases"))
+    answers.append(timed(web.post, f"{server.url}/agents/{boot['agent_id']}/task",
+                         data={"csrf_token": token, "version": "0", "task": "typed during the outage"}))
     for _ in range(3):
         answers.append(timed(requests.get, f"{server.url}/api/health"))
         answers.append(timed(requests.get, f"{server.url}/api/collections", auth=auth))
@@ -85,7 +93,9 @@ def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage, ca
     api = [r for r, _ in answers if "/api/" in r.url and "/health" not in r.url]
     assert all(r.headers.get("Retry-After") and "try again" in r.json()["error"] for r in api)
     dav = [r for r, _ in answers if "/dav/" in r.url]
-    assert all(r.headers.get("Retry-After") for r in dav)
+    assert all(r.headers.get("Retry-After") and r.reason == "Service Unavailable" for r in dav)
+    pages = [r for r, _ in answers if "/dav/" not in r.url and "/api/" not in r.url]
+    assert len(pages) == 3 and all(r.headers.get("Retry-After") and "<title>" in r.text for r in pages)
     # An outage is an answer, not a failure of ours: no ERROR with a traceback per request.
     assert not [r for r in caplog.records if r.levelname == "ERROR" and r.exc_info], \
         [r.getMessage() for r in caplog.records if r.levelname == "ERROR"][:3]

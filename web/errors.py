@@ -30,11 +30,13 @@ STATUS: dict[type[e.StoreError], int] = {
     e.PreconditionFailed: 412,
     e.Locked: 423,
     e.TooManyAttempts: 429,
+    e.Unavailable: 503,
 }
 
 TITLES = {400: "Bad request", 401: "Not logged in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
           409: "Conflict", 412: "Changed meanwhile", 413: "Too large", 422: "Not accepted", 423: "Locked",
-          429: "Too many attempts", 500: "Server error"}
+          429: "Too many attempts", 500: "Server error",
+          503: "Unavailable"}
 
 
 def status_of(exc: e.StoreError) -> int:
