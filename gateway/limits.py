@@ -23,11 +23,14 @@ from xml.parsers import expat
 
 from cheroot.errors import MaxSizeExceeded
 
+from store.properties import MAX_PER_PATH
 from store.storage import MAX_CONTENT_BYTES as MAX_WRITE, too_large
 
 HEADER_BYTES = 64 * 1024      # request line and headers together (cheroot's max_request_header_size)
 XML_BODY = 1024 * 1024        # a PROPPATCH of every property a file may hold (64 x 4 KB) fits many times
 XML_DEPTH = 64                # elements nested in a WebDAV XML body (clients send fewer than 10)
+PROPPATCH_NAMES = 2 * MAX_PER_PATH   # properties one PROPPATCH sets and removes: each a file may hold, twice
+PROPFIND_NAMES = 128          # properties one PROPFIND names (Finder names about 10; allprop names none)
 API_BODY = 2 * 1024 * 1024    # a 256 KB note as JSON with every character escaped (\u0001 is 6 bytes)
 OTHER_BODY = 64 * 1024        # WebDAV GET, DELETE, MOVE ... carry no body a route reads
 MAX_BODY = max(MAX_WRITE, XML_BODY, API_BODY, OTHER_BODY)
@@ -100,21 +103,24 @@ def guard(environ: dict[str, Any], path: str) -> Refusal | None:
     length = environ.get("CONTENT_LENGTH", "")
     if chunked:
         refusal = _decode_chunked(environ, method, path, cap)
-        return refusal or _xml_depth(environ, method, path)
+        return refusal or _xml_shape(environ, method, path)
     if length.isascii() and length.isdigit() and int(length) > cap:
         if method == "PUT" and path.startswith(DAV_PREFIX):  # a file: the store's own sentence for it
             name = unquote(path.rstrip("/").rsplit("/", 1)[-1])
             return Refusal("413 Content Too Large", f"{too_large(name, int(length))}. Nothing was read or stored")
         return Refusal("413 Content Too Large", f"the body is {int(length)} bytes; {_what(method, path)}. "
                                                 "Nothing was read or stored")
-    return _xml_depth(environ, method, path)
+    return _xml_shape(environ, method, path)
 
 
-def _xml_depth(environ: dict[str, Any], method: str, path: str) -> Refusal | None:
-    """A WebDAV XML body nested deeper than ``XML_DEPTH``: a 400 here. WsgiDAV serialises a
-    PROPPATCH value recursively, so 50 000 nested elements were a RecursionError (a 500 in the
-    property's status). Counted with expat, which does not recurse; the body is at most
-    ``XML_BODY`` bytes and the door has it in memory already."""
+def _xml_shape(environ: dict[str, Any], method: str, path: str) -> Refusal | None:
+    """A WebDAV XML body nested deeper than ``XML_DEPTH``, or naming more properties than a file
+    can hold or a client asks for: a 400 here. WsgiDAV serialises a PROPPATCH value recursively,
+    so 50 000 nested elements were a RecursionError (a 500 in the property's status); and it
+    handles each named property on its own (a PROPPATCH of 20 000 properties took the store's
+    check, a query, 20 000 times: 32 such requests stopped the gateway for minutes). Counted with
+    expat, which does not recurse; the body is at most ``XML_BODY`` bytes and the door has it in
+    memory already."""
     if method not in _XML_METHODS or not (path == DAV_PREFIX or path.startswith(DAV_PREFIX + "/")):
         return None
     length = environ.get("CONTENT_LENGTH", "")
@@ -122,13 +128,19 @@ def _xml_depth(environ: dict[str, Any], method: str, path: str) -> Refusal | Non
         return None
     body = environ["wsgi.input"].read(int(length))
     environ["wsgi.input"] = io.BytesIO(body)
-    depth = 0
+    # Where a property is named: propertyupdate > set|remove > prop > NAME; propfind > prop > NAME.
+    name_depth, most = {"PROPPATCH": (4, PROPPATCH_NAMES), "PROPFIND": (3, PROPFIND_NAMES)}.get(method, (0, 0))
+    depth = names = 0
 
     def start(*_: Any) -> None:
-        nonlocal depth
+        nonlocal depth, names
         depth += 1
         if depth > XML_DEPTH:
             raise _TooDeep
+        if depth == name_depth:
+            names += 1
+            if names > most:
+                raise _TooMany
 
     def end(*_: Any) -> None:
         nonlocal depth
@@ -147,6 +159,13 @@ def _xml_depth(environ: dict[str, Any], method: str, path: str) -> Refusal | Non
     except _TooDeep:
         return Refusal("400 Bad Request", f"the XML body is nested more than {XML_DEPTH} elements deep; "
                                           "WebDAV bodies need a handful of levels")
+    except _TooMany:
+        if method == "PROPPATCH":
+            return Refusal("400 Bad Request", f"the PROPPATCH changes more than {PROPPATCH_NAMES} properties; a "
+                                              f"file holds at most {MAX_PER_PATH}: send at most {PROPPATCH_NAMES} "
+                                              "(set and remove together). Nothing was changed")
+        return Refusal("400 Bad Request", f"the PROPFIND names more than {PROPFIND_NAMES} properties; name at "
+                                          "most that many, or ask for allprop")
     except expat.ExpatError:
         return None   # malformed XML: WsgiDAV's own parser answers it (a 400 naming the error)
     return None
@@ -157,6 +176,10 @@ class _TooDeep(Exception):
 
 
 class _Doctype(Exception):
+    pass
+
+
+class _TooMany(Exception):
     pass
 
 
