@@ -26,14 +26,18 @@ pipelined request would.
 Answers go the same way in the other direction: a worker sends what the socket takes at once and
 leaves the rest with the front (``_SpillWriter``), which sends it as the client reads and only then
 reads or answers the connection's next request. A client that never reads its answers costs
-memory (at most ``SPILL_BYTES`` each, ``spill_budget`` in all; past that the worker waits, as
-cheroot's own writer does) and, after ``BODY_TIMEOUT`` without progress, its connection.
+memory (at most ``SPILL_BYTES`` each, ``spill_budget`` in all) and, after ``BODY_TIMEOUT`` without
+progress, its connection. Past its own ``SPILL_BYTES`` (a very large answer) the worker sends the
+rest itself, as cheroot's writer does; past the process's ``spill_budget``, the connection of a
+client not reading is closed rather than waited for (a worker waiting 30 s on each of a few dozen
+such clients answered no one).
 
 A parked connection costs a socket and its buffered bytes, not a thread, so there is no
 per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
-so file descriptors cannot run out, and ``buffer_budget`` the bytes of unfinished requests held at
-once: past it, bodies silent for ``stall_seconds`` are closed (408) to make room, and only when
-none has stalled is the connection asking for more answered 503 and closed.
+so file descriptors cannot run out (at the bound, the connection parked longest gives way to a
+newcomer), and ``buffer_budget`` the bytes of unfinished requests held at once: past it, requests
+silent for ``stall_seconds`` or arriving slower than ``MIN_BODY_RATE`` are closed (408) to make
+room, and only when none is is the connection asking for more answered 503 and closed.
 
 Also here: a header reader refusing two different Content-Length headers, or one with
 Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
@@ -42,6 +46,7 @@ gateway asks cheroot to close the connection after a refusal whose body it did n
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import math
 import resource
@@ -78,6 +83,14 @@ STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, 
 NEXT_REQUEST_MS = 2
 _LOOK_BYTES = 64 * 1024   # what that look reads at most: a note's save fits; larger bodies go to the front
 _TRAILER_BYTES = 8 * 1024  # trailer fields after the last chunk (RFC 9112 7.1.2); none are used
+# When the budget for unfinished requests is full, a request arriving slower than this (over a
+# window of RATE_WINDOW seconds) gives way to one that is arriving: a phone on a poor link still
+# sends tens of KB a second, a client holding memory with a byte a second does not.
+MIN_BODY_RATE = 4096       # bytes a second
+RATE_WINDOW = 1.0          # seconds
+# At ``max_open`` connections, the one parked longest (at least this long) is closed to let a new
+# one in (ParkingManager._evict_oldest).
+EVICT_AFTER = 1.0
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
@@ -276,8 +289,17 @@ class _SpillWriter:
             rest = data if self.pending else data[self._send_now(data):]
             if rest:
                 manager = self.conn.manager
-                if manager is not None and manager.may_spill(len(self.pending), len(rest)):
+                verdict = manager.may_spill(len(self.pending), len(rest)) if manager is not None else "stopping"
+                if verdict is None:
                     self.pending += rest
+                elif verdict == "process":
+                    # The process already keeps ``spill_budget`` of answers that clients are not
+                    # reading. Waiting for this one in a worker would let a few dozen more such
+                    # clients hold every worker (30 s a stall): its connection goes instead.
+                    self.abandon()
+                    log.info("closing a connection whose client does not read its answer while %d bytes of "
+                             "answers already wait for slow readers", self.conn.server.spill_budget)
+                    raise ConnectionAbortedError(errno.ECONNABORTED, "the answer's reader is not reading")
                 else:
                     self._send_blocking(rest)
         return len(data)
@@ -449,12 +471,16 @@ class _Parked:
     """What the front knows of a connection's next request while it arrives."""
 
     __slots__ = ("buf", "since", "progress", "handshaking", "head_end", "body_end", "chunked",
-                 "chunk_pos", "decoded", "counted", "cap", "send_continue", "refusal", "draining", "close_after")
+                 "chunk_pos", "decoded", "counted", "cap", "send_continue", "refusal", "draining", "close_after",
+                 "window_start", "window_bytes", "last_rate")
 
     def __init__(self, data: bytes = b"", *, handshaking: bool = False) -> None:
         now = time.monotonic()
         self.buf = bytearray(data)
         self.since = self.progress = now
+        # The arrival rate over the last whole window of RATE_WINDOW seconds (see slow()).
+        self.window_start, self.window_bytes = now, len(data)
+        self.last_rate: float | None = None
         self.handshaking = handshaking
         self.head_end: int | None = None
         self.body_end: int | None = None
@@ -471,6 +497,24 @@ class _Parked:
         # read or answered on this connection until it has gone, and then it closes if asked.
         self.draining = False
         self.close_after = False
+
+    def arrived(self, now: float, size: int) -> None:
+        """``size`` more bytes of the request came at ``now``."""
+        self.progress = now
+        if now - self.window_start >= RATE_WINDOW:
+            self.last_rate = self.window_bytes / (now - self.window_start)
+            self.window_start, self.window_bytes = now, 0
+        self.window_bytes += size
+
+    def slow(self, now: float) -> bool:
+        """Whether the request is arriving slower than MIN_BODY_RATE: over the window under way
+        once it is whole, else over the last whole one (a new request has not had a window yet).
+        A client that sends most of a body at once and then a byte a second is slow from its
+        second window on, where 'silent for so long' never says so."""
+        elapsed = now - self.window_start
+        if elapsed >= RATE_WINDOW:
+            return self.window_bytes / elapsed < MIN_BODY_RATE
+        return self.last_rate is not None and self.last_rate < MIN_BODY_RATE
 
     def expired(self, now: float, header_timeout: float, body_timeout: float) -> bool:
         if self.draining:
@@ -626,14 +670,17 @@ class ParkingManager(connections.ConnectionManager):
     def release(self, room: int) -> None:
         self._account(-room)
 
-    def may_spill(self, held: int, more: int) -> bool:
-        """Whether a connection already holding ``held`` unsent answer bytes may leave ``more``
-        with the front (each connection and the process have a bound)."""
+    def may_spill(self, held: int, more: int) -> str | None:
+        """None when a connection already holding ``held`` unsent answer bytes may leave ``more``
+        with the front; else which bound says no: "answer" (this connection's, ``SPILL_BYTES``)
+        or "process" (all connections', ``spill_budget``)."""
         with self._count_lock:
-            if held + more > SPILL_BYTES or self._spilled + more > self.server.spill_budget:
-                return False
+            if held + more > SPILL_BYTES:
+                return "answer"
+            if self._spilled + more > self.server.spill_budget:
+                return "process"
             self._spilled += more
-            return True
+            return None
 
     def unspill(self, sent: int) -> None:
         with self._count_lock:
@@ -675,9 +722,9 @@ class ParkingManager(connections.ConnectionManager):
             except OSError as exc:
                 log.warning("accept failed: %s", exc)
                 return
-            if len(self._selector) > self.max_open:
-                # Every descriptor we may use is taken by parked clients: refuse the newcomer
-                # rather than fail later in the middle of someone's request.
+            if len(self._selector) > self.max_open and not self._evict_oldest():
+                # Every descriptor we may use is taken, by connections parked less than
+                # EVICT_AFTER: refuse the newcomer rather than fail later in someone's request.
                 sock.close()
                 continue
             connections.prevent_socket_inheritance(sock)
@@ -699,6 +746,34 @@ class ParkingManager(connections.ConnectionManager):
                 conn.remote_addr, conn.remote_port = addr[0], addr[1]
             conn.parked = _Parked(handshaking=handshaking)
             self._park(conn)
+
+    def _evict_oldest(self) -> bool:
+        """At ``max_open``: close the connection parked longest (idle between requests, a request
+        arriving slowly, an answer not being read), if it has been parked ``EVICT_AFTER`` at
+        least, to make room for a new one. Without this, clients that each trickle a byte now and
+        then could hold every descriptor and shut everyone else out for as long as they liked;
+        now they push out one another and idle connections, and a newcomer gets in. The
+        selector lists connections in the order they were parked, so the oldest is first."""
+        now = time.monotonic()
+        found: tuple[int, DoorConnection] | None = None
+        listing = self._selector.connections
+        try:
+            for fd, conn in listing:
+                if conn is not self.server and conn.parked is not None:
+                    if now - conn.parked.since >= EVICT_AFTER:
+                        found = (fd, conn)
+                    break
+        finally:
+            listing.close()   # (it holds the selector's lock until closed)
+        if found is None:
+            return False
+        fd, conn = found
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(fd)
+        if not conn.parked.draining and (conn.parked.buf or conn.parked.head_end is not None):
+            _send_quietly(conn.socket, _BUSY_ANSWER)
+        self._drop(conn)
+        return True
 
     def _readable(self, fd: int, conn: DoorConnection) -> None:
         state = conn.parked
@@ -744,7 +819,7 @@ class ParkingManager(connections.ConnectionManager):
             if not data:
                 return "closed"
             state.buf += data
-            state.progress = time.monotonic()
+            state.arrived(time.monotonic(), len(data))
             if (self._account(len(data)) > self.server.buffer_budget and not state.ready()
                     and not self._make_room(conn)):
                 _send_quietly(sock, _BUSY_ANSWER)
@@ -761,17 +836,18 @@ class ParkingManager(connections.ConnectionManager):
         return "waiting"
 
     def _make_room(self, arriving: DoorConnection) -> bool:
-        """Over the budget: close the bodies that have stalled longest (no byte for
-        ``server.stall_seconds``; each gets 408) until the budget holds again. A body that is
-        arriving wins over one that is not: clients that send most of a body and then a byte
-        now and then could otherwise hold the whole budget and turn every upload away."""
+        """Over the budget: close the requests that have stalled longest (no byte for
+        ``server.stall_seconds``) or that arrive slower than MIN_BODY_RATE, each with 408, until
+        the budget holds again. A body that is arriving wins over one that is not: clients that
+        send most of a body and then a byte now and then (even one a second) could otherwise hold
+        the whole budget and turn every upload away."""
         if threading.current_thread() is not self._front:
             return False   # (a worker resuming a connection: only the front closes others)
         now = time.monotonic()
         stalled = sorted((c.parked.progress, fd, c) for fd, c in list(self._selector.connections)
                          if c is not self.server and c is not arriving and c.parked is not None
                          and not c.parked.draining and c.parked.buf
-                         and now - c.parked.progress > self.server.stall_seconds)
+                         and (now - c.parked.progress > self.server.stall_seconds or c.parked.slow(now)))
         if self._buffered - sum(len(c.parked.buf) for _, _, c in stalled) > self.server.buffer_budget:
             return False   # closing them all would not be enough: close none
         for _, fd, conn in stalled:

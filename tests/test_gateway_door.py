@@ -62,7 +62,7 @@ def first_answers(sockets: list[socket.socket], wait: float) -> list[bytes]:
         s.settimeout(wait)
         try:
             answers.append(s.recv(4096))
-        except socket.timeout:
+        except (socket.timeout, ConnectionResetError):
             answers.append(b"")
     return answers
 
@@ -539,6 +539,106 @@ def test_clients_that_never_read_their_answers_hold_no_worker(quick_server, boot
         late.close()
     finally:
         for s in stalled:
+            s.close()
+
+
+def test_past_the_spill_budget_a_client_that_does_not_read_is_closed_not_waited_for(db, boot) -> None:
+    """Once the process keeps its whole budget of unread answers, a worker waited up to 30 s for
+    each further client that did not read (the door's 32 workers answered no one for 30 s at a
+    time): such a client's connection is closed instead, and the gateway goes on answering."""
+    from test_collections_support import col, create, seed
+    with door_server(db, spill_budget=512 * 1024) as server:
+        operator = requests.Session()
+        operator.auth = ("ada@example.com", "correct horse battery")
+        made = create(operator, server.url, "big", [col("text")])
+        seed(db, boot["org_id"], made["id"], [{"text": f"{i} " + "x" * 4000} for i in range(2500)])
+        export = (f"GET /api/collections/{made['id']}/export HTTP/1.1\r\nHost: x\r\n"
+                  f"Authorization: {AUTH}\r\n\r\n").encode()   # 10 MB: more than a socket takes at once
+        stalled = []
+        try:
+            for _ in range(8):    # twice the four workers
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+                s.connect(address(server))
+                s.sendall(export)
+                stalled.append(s)
+            time.sleep(1.0)
+            for _ in range(5):
+                started = time.monotonic()
+                assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+                assert time.monotonic() - started < 1.0
+            # A client that reads gets the export whole.
+            got = operator.get(f"{server.url}/api/collections/{made['id']}/export", timeout=30)
+            assert got.status_code == 200 and got.text.count("\n") == 2500
+        finally:
+            for s in stalled:
+                s.close()
+
+
+def test_at_the_connection_limit_the_longest_parked_connection_makes_room(db, boot) -> None:
+    """Clients trickling a byte of a body now and then held every descriptor the door may use,
+    and every newcomer was refused for as long as they went on: now the connection parked
+    longest is closed (503) to let a newcomer in."""
+    gateway = Gateway(db)
+    port = free_port()
+    srv = make_server(gateway, "127.0.0.1", port, threads=4)
+    srv.prepare()
+    srv._connections.max_open = 20
+    threading.Thread(target=srv.serve, daemon=True).start()
+    server = RunningServer(f"http://127.0.0.1:{port}", db, gateway)
+    head = (f"PUT /dav/org/{boot['org_id']}/slow.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            "Content-Length: 1000\r\n\r\nx").encode()
+    held = []
+    try:
+        for _ in range(30):
+            s = socket.create_connection(address(server), timeout=5)
+            s.sendall(head)
+            held.append(s)
+        time.sleep(1.5)   # older than the door's EVICT_AFTER
+        for _ in range(5):
+            assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+        answers = first_answers(held, 0.5)
+        assert any(a.startswith(b"HTTP/1.1 503") for a in answers), answers
+    finally:
+        for s in held:
+            s.close()
+        srv.stop()
+        gateway.close()
+
+
+def test_bodies_trickling_a_byte_a_second_make_room_for_an_upload_that_is_arriving(patient_server, boot) -> None:
+    """Evicting only bodies silent for 2 s let clients that send a byte now and then hold the
+    budget and turn every upload away with 503: a body arriving slower than the door's
+    MIN_BODY_RATE gives way too."""
+    head = (f"PUT /dav/org/{boot['org_id']}/held.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: 200000\r\n\r\n").encode()
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.wait(0.3):
+            for s in held:
+                with contextlib.suppress(OSError):
+                    s.send(b"x")
+
+    trickler = threading.Thread(target=trickle, daemon=True)
+    try:
+        for _ in range(4):       # 4 x 120 KB of the fixture's 512 KB budget, then a byte every 0.3 s
+            s = socket.create_connection(address(patient_server), timeout=5)
+            s.sendall(head + b"x" * 120_000)
+            held.append(s)
+        trickler.start()
+        time.sleep(2.5)
+        body = b"y" * 200_000
+        r = requests.put(f"{patient_server.url}/dav/org/{boot['org_id']}/arriving.md", data=body,
+                         auth=(boot["email"], boot["password"]), timeout=10)
+        assert r.status_code == 201, r.text
+        stop.set()
+        answers = first_answers(held, 1.0)
+        assert any(a.startswith(b"HTTP/1.1 408") for a in answers), answers
+    finally:
+        stop.set()
+        for s in held:
             s.close()
 
 
