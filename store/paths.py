@@ -57,7 +57,9 @@ def key_problem(key: object) -> str | None:
     if "/" in key or "\\" in key:
         return (f"the key {key!r} contains a '/': notes are flat, so a key is one file name "
                 "ending in .md with no folder, such as findings.md")
-    if not key.endswith(".md") or key == ".md":
+    if key == ".md":
+        return "the key '.md' has no name before .md: a note key is a Markdown file name such as findings.md"
+    if not key.endswith(".md"):
         return f"the key {key!r} does not end in .md: a note key is a Markdown file name such as findings.md"
     if key.startswith("."):
         return f"the key {key!r} starts with a dot: a note key is a visible file name such as findings.md"

@@ -118,21 +118,24 @@ def _check_array(column: Column, value: object) -> tuple[Any, str | None]:
         return None, f"expected at most {MAX_ITEMS} items; got {len(value)}"
     seen: set[str] = set()
     items: list[str] = []
+    problems: list[str] = []   # every item's, in the column's one line ("every problem at once")
     for index, item in enumerate(value, 1):
         if not isinstance(item, str) or not item:
-            return None, f"expected a list of distinct non-empty strings; item {index} is {shown(item)}"
+            problems.append(f"expected a list of distinct non-empty strings; item {index} is {shown(item)}")
+            continue
         if "\x00" in item:
-            return None, f"item {index}: {NUL_PROBLEM}"
+            problems.append(f"item {index}: {NUL_PROBLEM}")
+            continue
         item = nfc(item)  # "é" and "e\u0301" are one item
         if len(item) > MAX_ITEM_LENGTH:
-            return None, f"item {index} is {len(item)} characters long; at most {MAX_ITEM_LENGTH} are allowed"
-        if item in seen:
-            return None, f"expected distinct items; {shown(item)} appears twice"
-        if column.values is not None and item not in column.values:
-            return None, f"expected items from {', '.join(column.values)}; got {shown(item)}"
+            problems.append(f"item {index} is {len(item)} characters long; at most {MAX_ITEM_LENGTH} are allowed")
+        elif item in seen:
+            problems.append(f"expected distinct items; {shown(item)} appears twice")
+        elif column.values is not None and item not in column.values:
+            problems.append(f"expected items from {', '.join(column.values)}; got {shown(item)}")
         seen.add(item)
         items.append(item)
-    return items, None
+    return (None, "; ".join(problems)) if problems else (items, None)
 
 
 def declared_list(columns: Sequence[Column]) -> str:
@@ -158,7 +161,7 @@ def check_body(columns: Sequence[Column], body: dict[str, Any], *,
         if value is None:
             if column.required:
                 problems.append(f'column "{name}": missing required column' if not patch else
-                                f'column "{name}": required, so null cannot clear it; send a value')
+                                f'column "{name}": required, so it cannot be cleared (null); give it a value')
             else:
                 clean[name] = None  # null clears (a patch) or leaves the column empty (a body)
             continue

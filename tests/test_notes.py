@@ -87,6 +87,7 @@ BAD_KEYS = [
     ("task.md", "reserved at the agent root"),
     ("memory.md", "use memory_write"),
     (".hidden.md", "starts with a dot"),
+    (".md", "has no name before .md"),
 ]
 
 

@@ -91,7 +91,7 @@ def test_record_add_reports_every_problem_in_the_specifications_words(server, db
 def test_every_type_rule_is_a_problem_line_and_there_is_no_coercion(server, db, boot, service, people) -> None:
     r = add(server, service, boot, {
         "city": 12, "stage": "old", "age": "42", "met_at": "2024-05-01T09:30:00", "vip": "true",
-        "tags": ["a", "a"], "langs": ["en", "es"]}, collection="people")
+        "tags": ["a", "a", "b" * 201, ""], "langs": ["en", "es"]}, collection="people")
     assert r.status_code == 422
     assert r.json()["problems"] == [
         'column "city": expected text; got 12',
@@ -100,7 +100,8 @@ def test_every_type_rule_is_a_problem_line_and_there_is_no_coercion(server, db, 
         'column "met_at": datetime without a timezone; got "2024-05-01T09:30:00"; add Z or an offset, such as'
         ' 2024-05-01T09:30:00+02:00',
         'column "vip": expected true or false; got "true"',
-        'column "tags": expected distinct items; "a" appears twice',
+        'column "tags": expected distinct items; "a" appears twice; item 3 is 201 characters long; at most 200'
+        ' are allowed; expected a list of distinct non-empty strings; item 4 is ""',
         'column "langs": expected items from en, fr, de; got "es"',
         'column "name": missing required column']
     r = add(server, service, boot, {"name": "x", "met_at": "next tuesday", "tags": "a", "age": True},
@@ -230,7 +231,7 @@ def test_record_update_merges_a_patch_and_null_clears(server, db, boot, service,
     r = call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=1,
                   body={"email": None, "score": "high"})
     assert r.status_code == 422
-    assert r.json()["problems"] == ['column "email": required, so null cannot clear it; send a value',
+    assert r.json()["problems"] == ['column "email": required, so it cannot be cleared (null); give it a value',
                                     'column "score": expected number; got "high"']
     r = call_tool(server, service, boot["agent_id"], "record_update", collection="leads", id=99, body={"score": 1})
     assert r.status_code == 404

@@ -340,11 +340,12 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     press(browser, "Save")
     assert browser.path.startswith(f"/notes/org/{org}/guilds/{guild}/ideas.md") and "Note created." in browser.text()
     assert ok(note_get(server, service, agent, f"org/{org}/guilds/{guild}/ideas.md"))["content"] == "- one\n- two\n"
-    # The same name again is refused with the store's sentence, keeping what was typed.
+    # The same name again is refused with a sentence for the form, keeping what was typed.
     browser.open(f"/notes/new?scope=guild-{guild}")
     browser.fill({"name": "ideas.md", "content": "again"})
     press(browser, "Save")
-    assert "already exists" in browser.find(".flash.error").text
+    assert browser.find(".flash.error").text == ("A note named ideas.md already exists in this scope; choose "
+                                                 "another name, or open that note to change it.")
     assert browser.find('textarea[name="content"]').get_attribute("value") == "again"
     browser.check_console()
     # A name that cannot be a note says why.
@@ -578,6 +579,16 @@ def test_open_step_opens_the_run_at_that_tool_call(browser: Browser, boot, serve
     browser.shot("run")
     follow(browser, browser.link(f"org/{org}/after.md"))
     assert browser.path == f"/notes/org/{org}/after.md"
+    # A record the run added links to its form (it was plain text), as a table's path to the table.
+    from test_records_support import LEADS, make_collection
+    leads = make_collection(db, org, "leads", LEADS, guild_id=boot["guild_id"])
+    added = ok(service.post(f"{server.url}/api/agents/{agent}/tools/record_add",
+                            json={"collection": "leads", "body": {"email": "ada@example.com"}},
+                            headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": "toolu_4"}))
+    browser.open(f"/runs/{run['id']}")
+    record_path = f"org/{org}/collections/leads/{added['record']['id']}"
+    follow(browser, browser.link(record_path))
+    assert browser.path == f"/databases/{leads['id']}/records/{added['record']['id']}", browser.path
     theirs = admin.create_run(db, agent_id=admin.bootstrap(db, org_name="Other")["agent_id"], kind="chat")
     browser.open(f"/runs/{theirs['id']}")
     assert "Not found" in browser.text() and f"unknown run {theirs['id']}" in browser.text()

@@ -197,3 +197,25 @@ def test_past_the_stream_limit_a_page_is_told_to_poll(server, boot, db) -> None:
             break
         time.sleep(0.5)
     assert r.status_code == 200
+
+
+def test_pages_say_their_time_zone_direction_counts_and_which_row_a_button_saves(boot, server, service, db) -> None:
+    """From a read review of the pages: datetimes in the grid said no zone; right-to-left text
+    in a cell was reordered with its neighbours ("#1 مرحبا" showed as "1# مرحبا"); a single
+    scope's page counted the whole organisation's notes; every Save on the Access tab read
+    just "Save" to a screen reader."""
+    people = make_collection(db, boot["org_id"], "people", PEOPLE, guild_id=boot["guild_id"])
+    ok(call_tool(server, service, boot["agent_id"], "record_add", collection="people",
+                 body={"name": "مرحبا بالعالم #1", "city": "Cairo"}))
+    for key in ("a.md", "b.md"):
+        ok(call_tool(server, service, boot["agent_id"], "note_write", level="guild", key=key, content="x"))
+    ok(call_tool(server, service, boot["agent_id"], "note_write", level="agent", key="mine.md", content="x"))
+    s = web_login(server, boot["email"], boot["password"])
+    table = s.get(f"{server.url}/databases/{people['id']}").text
+    assert 'updated_at <span class="muted">UTC</span>' in table
+    assert '<td class="cell" dir="auto">مرحبا بالعالم #1</td>' in table
+    notes = s.get(f"{server.url}/notes", params={"scope": f"agent-{boot['agent_id']}"}).text
+    assert '<span class="muted count">1 note</span>' in notes
+    assert '<span class="muted count">3 notes</span>' in s.get(f"{server.url}/notes").text
+    access = s.get(f"{server.url}/databases/{people['id']}/access").text
+    assert 'aria-label="Save agent Scout\'s access to people"' in access

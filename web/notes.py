@@ -207,7 +207,7 @@ def index() -> ResponseReturnValue:
     if only and not shown:
         raise NotFound(f"unknown scope {only}: choose the organisation, one of its guilds or one of its agents")
     return render_template("notes/index.html", nav="notes", scopes=shown, single=bool(only),
-                           preview=None if only else SCOPE_PREVIEW, total=sum(len(s["notes"]) for s in all_scopes),
+                           preview=None if only else SCOPE_PREVIEW, total=sum(len(s["notes"]) for s in shown),
                            done=DONE.get(request.args.get("done", "")))
 
 
@@ -249,8 +249,13 @@ def create_note() -> ResponseReturnValue:
     except (Invalid, AlreadyExists, TooLarge, Locked, LimitReached) as exc:  # the form again, as typed
         with db().connection() as conn:
             choices = _scope_choices(conn, org_id)
+        error = exc.message.split("\n")[0]
+        if isinstance(exc, AlreadyExists):
+            # (The store's sentence speaks to a tool call: "write without create-only".)
+            error = (f"A note named {_key_from(form['name'])} already exists in this scope; choose another "
+                     "name, or open that note to change it.")
         return render_template("notes/new.html", nav="notes", form=form, choices=choices,
-                               error=exc.message.split("\n")[0], problems=exc.problems), status_of(exc)
+                               error=error, problems=exc.problems), status_of(exc)
     return redirect(note_url(row["display_path"], done="created"))
 
 
@@ -272,27 +277,39 @@ def page_of(display_path: str) -> str | None:
     return None
 
 
+def pages_of(conn: Any, paths: Sequence[str]) -> dict[str, str | None]:
+    """The web app's page of each display path: page_of's, and a table's or a record's (tables
+    are found by name, one query per organisation); None for anything else (a table since
+    removed, another organisation's)."""
+    out: dict[str, str | None] = {}
+    tables: dict[int, dict[str, int]] = {}
+    for path in paths:
+        url = page_of(path)
+        if url is None:
+            try:
+                target: Target | None = parse(path)
+            except StoreError:
+                target = None
+            if (target is not None and target.family in ("collection", "record")
+                    and target.org_id in principal().org_ids):
+                if target.org_id not in tables:
+                    tables[target.org_id] = {c["name"]: c["id"]
+                                             for c in colls.list_collections(conn, principal(), target.org_id)}
+                cid = tables[target.org_id].get(target.name)
+                if cid is not None and target.family == "collection":
+                    url = url_for("databases.table", collection_id=cid)
+                elif cid is not None:
+                    url = url_for("databases.record", collection_id=cid, record_id=target.record_id)
+        out[path] = url
+    return out
+
+
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     """The paths a text embeds, each with a link to its page when it is a note, a task, a memory
     or a table of this organisation."""
-    out = []
-    tables: dict[str, int] | None = None
-    for path in embeds.find_embeds(text):
-        entry: dict[str, Any] = {"path": path, "url": None}
-        try:
-            target = parse(path)
-        except StoreError:
-            target = None
-        if target is not None and target.org_id == org_id:
-            if target.family == "collection":
-                if tables is None:
-                    tables = {c["name"]: c["id"] for c in colls.list_collections(conn, principal(), org_id)}
-                if target.name in tables:
-                    entry["url"] = url_for("databases.table", collection_id=tables[target.name])
-            else:
-                entry["url"] = page_of(path)
-        out.append(entry)
-    return out
+    paths = embeds.find_embeds(text)
+    urls = pages_of(conn, [p for p in paths if files.path_org(p) == org_id])
+    return [{"path": p, "url": urls.get(p)} for p in paths]
 
 
 def _scope_title(target: Target, directory: dict[str, Any]) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
 from store import files
-from web.notes import page_of
+from web.notes import pages_of
 from web.security import db, login_required, principal
 
 bp = Blueprint("runs", __name__)
@@ -26,5 +26,6 @@ bp = Blueprint("runs", __name__)
 def run(run_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         got = files.run_steps(conn, principal().org_ids, run_id)
-    steps: list[dict[str, Any]] = [dict(ch, url=page_of(ch["display_path"])) for ch in got["changes"]]
+        urls = pages_of(conn, [ch["display_path"] for ch in got["changes"]])
+    steps: list[dict[str, Any]] = [dict(ch, url=urls[ch["display_path"]]) for ch in got["changes"]]
     return render_template("runs/run.html", nav="notes", run=got["run"], steps=steps, more=got["has_more"])
