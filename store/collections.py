@@ -210,7 +210,8 @@ def create_collection(db: Database, principal: Principal, org_id: int, body: Map
                             (org_id,)).fetchone()["n"]
         if live >= MAX_COLLECTIONS:
             raise LimitReached(f"this organisation already has {live} live collections, the most it can hold "
-                               f"({MAX_COLLECTIONS}); delete one it no longer needs before creating {name}")
+                               f"({MAX_COLLECTIONS}); delete one it no longer needs before creating {name}",
+                               [f"collections: {live} of {MAX_COLLECTIONS}"])
         _check_name_free(conn, org_id, name)
         row = conn.execute(
             f"""INSERT INTO artifact_collections AS c (org_id, guild_id, name, purpose, columns)

@@ -244,12 +244,13 @@ def parse_since(since: object, problems: list[str]) -> datetime | None:
     return moment
 
 
-def parse_limit(limit: object, problems: list[str]) -> int:
+def parse_limit(limit: object, problems: list[str], *, paged: bool = True) -> int:
+    """``paged``: the call takes an offset too (record_search, the tool, does not)."""
     if limit is None:
         return DEFAULT_LIMIT
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        problems.append(f"limit: expected a whole number from 1 to {MAX_LIMIT}; got {shown(limit)};"
-                        " page further with offset")
+        problems.append(f"limit: expected a whole number from 1 to {MAX_LIMIT}; got {shown(limit)}"
+                        + ("; page further with offset" if paged else "; narrow the query or add where"))
         return DEFAULT_LIMIT
     return limit
 

@@ -155,8 +155,8 @@ def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -
                          (row["id"],)).fetchone()["n"]
     if count >= MAX_RECORDS:
         raise LimitReached(f"collection {row['name']} already holds {count} live records, the most a collection may"
-                           " hold; remove records with record_remove (or ask the operator to clear the table)"
-                           " before adding more", [f"records: {count} of {MAX_RECORDS}"])
+                           " hold; remove records (record_remove, or a record's Delete on the Databases page,"
+                           " where the operator may also clear the table) before adding more", [f"records: {count} of {MAX_RECORDS}"])
     content = {k: v for k, v in clean.items() if v is not None}
     blob = search_blob(columns, content)
     _check_blob(blob, row["name"])
@@ -326,7 +326,7 @@ def search_records(conn: Conn, collections: Sequence[Collection], query: object,
                             " collection, or drop order to rank the hits")
         else:
             sort = rq.parse_order(stored_columns(collections[0].columns), order, False, problems)
-    size = rq.parse_limit(limit, problems)
+    size = rq.parse_limit(limit, problems, paged=tool_name != "record_search")
     skip = rq.parse_offset(offset, problems)
     rq.reject(tool_name, problems)
     if not collections:

@@ -142,6 +142,7 @@ def test_100_collections_accepted_the_101st_refused(server, operator, db, boot) 
     assert r.status_code == 422
     assert r.json()["error"] == ("this organisation already has 100 live collections, the most it can hold "
                                  "(100); delete one it no longer needs before creating one-more")
+    assert r.json()["problems"] == ["collections: 100 of 100"]
     assert len(operator.get(f"{server.url}/api/collections").json()["collections"]) == 100
     # A deleted table no longer counts.
     assert operator.delete(f"{server.url}/api/collections/{_id(operator, server.url, 't1')}").status_code == 200

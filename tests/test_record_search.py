@@ -122,6 +122,10 @@ def test_order_as_object_or_string_and_the_default(server, service, boot, people
         ' city, stage, age, met_at, vip',
         'limit: expected a whole number from 1 to 100; got 500; page further with offset',
         'offset: expected a whole number from 0; got -1']
+    # record_search takes no offset, so its limit's sentence does not offer one.
+    r = call_tool(server, service, boot["agent_id"], "record_search", collection="people", query="x", limit=500)
+    assert r.status_code == 422 and r.json()["problems"] == [
+        'limit: expected a whole number from 1 to 100; got 500; narrow the query or add where']
 
 
 def test_paging_totals_ignore_limit_and_offset(server, db, boot, service) -> None:
