@@ -2,4 +2,4 @@
 -- find what it wrote; a task typed on macOS is NFD). The search a note's delete runs for tasks
 -- embedding it compares NFC forms, so it uses an index of the NFC form (store.embeds.embedding_tasks).
 CREATE INDEX agents_task_nfc_trgm ON agents USING gin (normalize(task, NFC) gin_trgm_ops);
-DROP INDEX agents_task_trgm;
+DROP INDEX IF EXISTS agents_task_trgm;

@@ -3,7 +3,7 @@
     read_task(conn, org_id, agent_id) -> dict
         {display_path, task, version, updated_at, updated_by}; NotFound for an agent outside org_id.
     write_task(conn, org_id, agent_id, text, actor, *, if_version=None) -> dict
-        Saves the text, NFC-normalised (256 KB cap, one version up); a text that embeds a memory
+        Saves the text as sent (256 KB cap, one version up); a text that embeds a memory
         is refused (Invalid, every such embed named: memory is private), keeps the previous text in task_revisions
         (at most 50 per agent, the oldest dropped) and records the change. The paths the new text
         embeds are locked shared (store.embeds) so that a note delete or move checking its embeds
