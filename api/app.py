@@ -83,9 +83,11 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
         # A browser that has read a note over /dav/ keeps the Basic login and sends it with any
         # request to this host, also a form another site's page submits (a text/plain body needs
         # no CORS preflight): such a request names that page's origin, which is refused here.
-        # Programs send no Origin; Host Finder's own pages send this one.
-        if request.method in ("GET", "HEAD", "OPTIONS") or same_origin(request.headers.get("Origin"),
-                                                                      request.host_url):
+        # Programs send no Origin; Host Finder's own pages send this one. A Bearer token is never
+        # added by a browser on its own (a page would have to hold it), so it is not asked.
+        basic = request.headers.get("Authorization", "").strip()[:6].lower() == "basic "
+        if (not basic or request.method in ("GET", "HEAD", "OPTIONS")
+                or same_origin(request.headers.get("Origin"), request.host_url)):
             return None
         return errors.error_response(403, f"a request from a page of another site (Origin: "
                                           f"{request.headers.get('Origin')}) is refused: the API answers "

@@ -28,16 +28,17 @@ leaves the rest with the front (``_SpillWriter``), which sends it as the client 
 reads or answers the connection's next request. A client that never reads its answers costs
 memory (at most ``SPILL_BYTES`` each, ``spill_budget`` in all) and, after ``BODY_TIMEOUT`` without
 progress, its connection. Past its own ``SPILL_BYTES`` (a very large answer) the worker sends the
-rest itself, as cheroot's writer does; past the process's ``spill_budget``, the connection of a
-client not reading is closed rather than waited for (a worker waiting 30 s on each of a few dozen
-such clients answered no one).
+rest itself, as cheroot's writer does; past the process's ``spill_budget`` too, but a client that
+takes nothing for ``SPILL_STALL`` seconds is closed rather than waited for 30 s (a worker waiting
+that long on each of a few dozen such clients answered no one).
 
 A parked connection costs a socket and its buffered bytes, not a thread, so there is no
 per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
-so file descriptors cannot run out (at the bound, the connection parked longest gives way to a
-newcomer), and ``buffer_budget`` the bytes of unfinished requests held at once: past it, requests
-silent for ``stall_seconds`` or arriving slower than ``MIN_BODY_RATE`` are closed (408) to make
-room, and only when none is is the connection asking for more answered 503 and closed.
+so file descriptors cannot run out (at the bound, an idle or slow connection among those parked
+longest gives way to a newcomer), and ``buffer_budget`` the bytes of unfinished requests held at
+once: past it, requests silent for ``stall_seconds`` or arriving slower than ``MIN_BODY_RATE`` are
+closed (408) to make room, and only when none is is the connection asking for more answered 503
+and closed.
 
 Also here: a header reader refusing two different Content-Length headers, or one with
 Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
@@ -75,6 +76,7 @@ _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiti
 SPILL_BYTES = 16 * 1024 * 1024
 _SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
 STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, this long per stall
+SPILL_STALL = 2.0          # past the spill budget, a worker waits this long per stall of a client's reading
 # How long a worker that has just answered waits for the same client's next request before it
 # parks the connection with the front (DoorConnection.communicate). A client on a keep-alive
 # connection (an editor, davfs2, rclone, a file manager listing and reading) sends its next request
@@ -91,6 +93,7 @@ RATE_WINDOW = 1.0          # seconds
 # At ``max_open`` connections, the one parked longest (at least this long) is closed to let a new
 # one in (ParkingManager._evict_oldest).
 EVICT_AFTER = 1.0
+EVICT_SCAN = 256           # how many of the connections parked longest that choice looks at
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
@@ -294,12 +297,15 @@ class _SpillWriter:
                     self.pending += rest
                 elif verdict == "process":
                     # The process already keeps ``spill_budget`` of answers that clients are not
-                    # reading. Waiting for this one in a worker would let a few dozen more such
-                    # clients hold every worker (30 s a stall): its connection goes instead.
-                    self.abandon()
-                    log.info("closing a connection whose client does not read its answer while %d bytes of "
-                             "answers already wait for slow readers", self.conn.server.spill_budget)
-                    raise ConnectionAbortedError(errno.ECONNABORTED, "the answer's reader is not reading")
+                    # reading: this worker sends the rest itself, as past SPILL_BYTES, but gives a
+                    # client that takes nothing only SPILL_STALL seconds (not 30), so a few dozen
+                    # more such clients cannot hold every worker. A client that reads goes on.
+                    try:
+                        self._send_blocking(rest, stall=SPILL_STALL)
+                    except (TimeoutError, socket.timeout):
+                        log.info("closing a connection whose client took none of its answer for %s s while "
+                                 "the answers kept for slow readers are at their bound", SPILL_STALL)
+                        raise ConnectionAbortedError(errno.ECONNABORTED, "the client is not reading") from None
                 else:
                     self._send_blocking(rest)
         return len(data)
@@ -314,14 +320,22 @@ class _SpillWriter:
         finally:
             sock.settimeout(timeout)
 
-    def _send_blocking(self, data: bytes) -> None:
-        """Past the spill bounds: everything kept, then ``data``, sent by this thread (the socket's
-        timeout bounds each stall)."""
+    def _send_blocking(self, data: bytes, *, stall: float | None = None) -> None:
+        """Past the spill bounds: everything kept, then ``data``, sent by this thread. The
+        socket's timeout bounds each stall, or ``stall`` seconds when given."""
         kept, self.pending = bytes(self.pending), bytearray()
         manager = self.conn.manager
         if kept and manager is not None:
             manager.unspill(len(kept))
-        self.conn.socket.sendall(kept + data)
+        sock = self.conn.socket
+        timeout = sock.gettimeout()
+        if stall is not None:
+            sock.settimeout(stall)
+        try:
+            sock.sendall(kept + data)
+        finally:
+            if stall is not None:
+                sock.settimeout(timeout)
 
     def abandon(self) -> None:
         """The connection is going without its client reading the rest: forget it."""
@@ -350,6 +364,7 @@ class _SpillWriter:
 class DoorConnection(cheroot_server.HTTPConnection):
     RequestHandlerClass = DoorRequest
     parked: _Parked | None = None
+    _door_closed = False
 
     def __init__(self, server: Any, sock: Any, makefile: Any = None) -> None:
         super().__init__(server, sock, makefile or cheroot_server.MakeFile)
@@ -451,6 +466,9 @@ class DoorConnection(cheroot_server.HTTPConnection):
         if self.wfile.pending and manager is not None:
             manager.drain(self, then_close=True)
             return
+        if self._door_closed:
+            return   # (closing twice would shut down a descriptor that may be a newcomer's by now)
+        self._door_closed = True
         self.wfile.finish(timeout=STOP_SEND_SECONDS)   # nothing left, or the server is stopping
         super().close()
 
@@ -499,9 +517,13 @@ class _Parked:
         self.close_after = False
 
     def arrived(self, now: float, size: int) -> None:
-        """``size`` more bytes of the request came at ``now``."""
+        """``size`` more bytes of the request came at ``now`` (already added to ``buf``)."""
         self.progress = now
-        if now - self.window_start >= RATE_WINDOW:
+        if len(self.buf) == size:
+            # The request's first bytes: its rate is counted from now, not from when the
+            # connection was parked (a keep-alive connection idle for a minute is not slow).
+            self.window_start, self.window_bytes, self.last_rate = now, 0, None
+        elif now - self.window_start >= RATE_WINDOW:
             self.last_rate = self.window_bytes / (now - self.window_start)
             self.window_start, self.window_bytes = now, 0
         self.window_bytes += size
@@ -701,6 +723,10 @@ class ParkingManager(connections.ConnectionManager):
                 if conn is self.server:
                     self._accept()
                     continue
+                if conn.parked is None:
+                    # Closed earlier in this round (evicted to make room by _accept or
+                    # _make_room): its descriptor may already be a newcomer's.
+                    continue
                 try:
                     self._readable(fd, conn)
                 except Exception:  # one client's surprise must not stop the front for all
@@ -755,16 +781,28 @@ class ParkingManager(connections.ConnectionManager):
         now they push out one another and idle connections, and a newcomer gets in. The
         selector lists connections in the order they were parked, so the oldest is first."""
         now = time.monotonic()
-        found: tuple[int, DoorConnection] | None = None
+        idle: tuple[int, DoorConnection] | None = None
+        slow: tuple[int, DoorConnection] | None = None
         listing = self._selector.connections
         try:
-            for fd, conn in listing:
-                if conn is not self.server and conn.parked is not None:
-                    if now - conn.parked.since >= EVICT_AFTER:
-                        found = (fd, conn)
+            # Among the EVICT_SCAN parked longest: the first idle one (between requests, nothing
+            # held), else the first whose request has stalled or arrives slowly. One sending or
+            # receiving at speed is spared; with none to close, the newcomer is refused.
+            for seen, (fd, conn) in enumerate(listing):
+                if seen >= EVICT_SCAN:
                     break
+                state = conn.parked if conn is not self.server else None
+                if state is None or now - state.since < EVICT_AFTER:
+                    continue
+                if not state.draining and not state.buf and not state.handshaking:
+                    idle = (fd, conn)
+                    break
+                if slow is None and not state.draining and (
+                        now - state.progress > self.server.stall_seconds or state.slow(now)):
+                    slow = (fd, conn)
         finally:
             listing.close()   # (it holds the selector's lock until closed)
+        found = idle or slow
         if found is None:
             return False
         fd, conn = found

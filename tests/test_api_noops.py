@@ -131,5 +131,9 @@ def test_a_write_sent_from_another_sites_page_is_refused(server, operator, boot)
     for headers in ({}, {"Origin": server.url}):
         r = requests.post(records, json={"body": {"title": "mine"}}, auth=auth, headers=headers, timeout=10)
         assert r.status_code == 201, (headers, r.text)
+    # A Bearer token is no login a browser keeps: a program that names an Origin is not refused.
+    r = requests.post(records, json={"body": {"title": "by token"}}, timeout=10,
+                      headers={"Authorization": f"Bearer {boot['member_token']}", "Origin": "http://app.example"})
+    assert r.status_code == 201, r.text
     # Reads stay open to any page the browser shows (they change nothing).
     assert requests.get(records, auth=auth, headers={"Origin": "http://evil.example"}, timeout=10).status_code == 200
