@@ -48,6 +48,9 @@ SHORT_CACHE_SECONDS = 1.0
 # over the note that usually follows then writes the note's next version in one transaction,
 # instead of a scratch write at fsync and a move at rename.
 HOLD_SIDE_SECONDS = 2.0
+# A closed file whose save the store did not answer is tried again every HOLD_SIDE_SECONDS, this
+# many times (ten minutes: a PostgreSQL restart takes seconds), before its bytes are given up.
+UNANSWERED_TRIES = 300
 # A folder's listing is kept for the next `ls`, `grep -r` or editor save this long, unless it says
 # it holds for less (HostTree.listing: a side file expiring, a rename-away's hiding ending). Every
 # other change of a kept folder sends an event (its notes', and the user's side files' from their
@@ -422,6 +425,13 @@ class HostOperations(pyfuse3.Operations):
     # -- files ------------------------------------------------------------------------------
 
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
+        # One open of a file at a time (and none while it commits): an open that awaits the store
+        # (a stat, the body) must find a description registered by another open meanwhile, or the
+        # two get bodies of their own and two `>>` appenders lose lines to each other.
+        async with self._lock(inode):
+            return await self._open(inode, flags)
+
+    async def _open(self, inode: int, flags: int) -> pyfuse3.FileInfo:
         path = self._path(inode)
         writing = (flags & os.O_ACCMODE) != os.O_RDONLY
         source = self.handles.sharing(inode)
@@ -550,6 +560,8 @@ class HostOperations(pyfuse3.Operations):
                                        lambda: handle.commit(if_none_match=handle.new and handle.exclusive),
                                        changes=(handle.path,))
             except FUSEError:
+                if handle.unanswered:
+                    raise   # the store did not answer: the body stays as written, for the next try
                 if created:
                     self._drop_phantom(handle)
                 else:
@@ -600,32 +612,46 @@ class HostOperations(pyfuse3.Operations):
             handle.released = True
             self.nursery.start_soon(self._commit_later, handle)
             return
+        retry = False
         try:
             await self._commit(handle, "save")
         except FUSEError:
-            pass  # already logged; release has no caller to tell
+            # Logged; release has no caller to tell. A save the store did not answer (it is down
+            # or restarting) is held and tried again, as a closed temp file is, not dropped.
+            retry = handle.unanswered and self.nursery is not None
         finally:
-            self.handles.close(fh)
+            if retry:
+                handle.released = True
+                self.nursery.start_soon(self._commit_later, handle)  # type: ignore[union-attr]
+            else:
+                self.handles.close(fh)
 
-    async def _commit_later(self, handle: OpenFile) -> None:
+    async def _commit_later(self, handle: OpenFile, attempt: int = 0) -> None:
         await trio.sleep(HOLD_SIDE_SECONDS)
-        await self._commit_released(handle)
+        await self._commit_released(handle, attempt=attempt)
 
-    async def _commit_released(self, handle: OpenFile) -> None:
+    async def _commit_released(self, handle: OpenFile, *, attempt: int | None = 0) -> None:
+        """Save a closed file this mount still holds; ``attempt`` counts the tries a store that
+        did not answer has cost so far (None: no more tries, the mount is going)."""
         if self.handles.find(handle.fh) is not handle:
-            return  # renamed over a note meanwhile (and closed there)
+            return  # renamed over a note meanwhile (and closed there), or opened again for writing
         try:
             await self._commit(handle, "save")
         except FUSEError:
-            pass  # logged; the temp file is gone, as a write error at close would leave it
-        finally:
-            self.handles.close(handle.fh)
+            if handle.unanswered and attempt is not None and attempt < UNANSWERED_TRIES and self.nursery is not None:
+                self.nursery.start_soon(self._commit_later, handle, attempt + 1)
+                return   # held: a rename or an open meanwhile finds it whole
+            if handle.unanswered:
+                log.warning("lost the save of %s: the store did not answer for %d s", handle.path,
+                            int((attempt or 0) * HOLD_SIDE_SECONDS))
+            # (else logged; the file is gone, as a write error at close would leave it)
+        self.handles.close(handle.fh)
 
     async def commit_held(self) -> None:
-        """At unmount: closed side files still held in memory go to the scratch area now (a
-        close's release may still be on its way when the unmount comes)."""
+        """At unmount: closed files still held in memory (side files, saves the store did not
+        answer) are saved now (a close's release may still be on its way when the unmount comes)."""
         for handle in [h for h in self.handles.all() if h.released or (h.flushed and h.needs_commit)]:
-            await self._commit_released(handle)
+            await self._commit_released(handle, attempt=None)
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
         path = join(self._path(parent_inode), os.fsdecode(name))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from store.errors import StoreError
+from store.errors import StoreError, Unavailable
 from store.storage import MAX_CONTENT_BYTES, too_large
 
 
@@ -91,6 +91,9 @@ class WriteHandle:
         # a writer's that changed nothing, never saves another description's unfinished bytes.
         self.owes = new
         self.orphaned = False   # unlinked or renamed over while open
+        # The last commit met a store that did not answer (Unavailable): nothing was refused, so
+        # the body stays unsaved, for the next fsync, close or retry to save.
+        self.unanswered = False
 
     # -- the body ------------------------------------------------------------------------------
 
@@ -196,11 +199,16 @@ class WriteHandle:
         try:
             node = self.tree.write(self.path, body, if_match=if_match, if_none_match=if_none_match,
                                    if_unmodified_since=if_unmodified_since)
+        except Unavailable:
+            self.unanswered = True
+            raise
         except StoreError:
             # Refused and reported now: not again at release, unless bytes came after it.
+            self.unanswered = False
             if self._changes == taken:
                 self.dirty = self.wrote = self.new = self.owes = False
             raise
+        self.unanswered = False
         self.new = False
         self.node = node
         if self._changes == taken:
