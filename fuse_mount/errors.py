@@ -65,6 +65,10 @@ def log_refusal(operation: str, path: str, exc: BaseException) -> int:
     A store refusal is the user's business (INFO: the tool already printed the errno's text);
     an unreachable store is a WARNING; anything else is a bug, logged with its traceback."""
     code = errno_for(exc)
+    if operation == "rename" and code == errno.EINVAL:
+        # mv reads EINVAL from rename(2) as "cannot move 'a' to a subdirectory of itself": a
+        # name the store refuses (Memory.md beside memory.md) says "Operation not permitted".
+        code = errno.EPERM
     name = errno.errorcode.get(code, str(code))
     if isinstance(exc, e.StoreError) and not isinstance(exc, e.Unavailable):
         log.info("refused %s %s: %s [%s]", operation, path or "/", describe(exc), name)

@@ -259,6 +259,13 @@ def test_mv_within_a_folder_between_levels_and_noreplace(mount: Mount) -> None:
     # A plain rename over it replaces it.
     os.rename(src, dst)
     assert sh("cat", mount.org / "b.md").stdout == "alpha\n"
+    # A name the store refuses: "Operation not permitted", not EINVAL, which mv reads as "cannot
+    # move ... to a subdirectory of itself".
+    agent_dir = mount.org / "agents" / str(agent)
+    (agent_dir / "plan.md").write_bytes(b"plan\n")
+    done = sh("mv", agent_dir / "plan.md", agent_dir / "Memory.md", ok=False)
+    assert done.returncode != 0 and "Operation not permitted" in done.stderr, done.stderr
+    assert tree.read(f"org/{org}/agents/{agent}/plan.md") == b"plan\n"
 
 
 def test_rm_of_an_embedded_note_is_ebusy_and_logged(mount: Mount) -> None:
