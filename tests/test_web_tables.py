@@ -218,4 +218,4 @@ def test_pages_say_their_time_zone_direction_counts_and_which_row_a_button_saves
     assert '<span class="muted count">1 note</span>' in notes
     assert '<span class="muted count">3 notes</span>' in s.get(f"{server.url}/notes").text
     access = s.get(f"{server.url}/databases/{people['id']}/access").text
-    assert 'aria-label="Save agent Scout\'s access to people"' in access
+    assert 'aria-label="Save agent Scout&#39;s access to people"' in access
