@@ -90,8 +90,8 @@ _TRAILER_BYTES = 8 * 1024  # trailer fields after the last chunk (RFC 9112 7.1.2
 # sends tens of KB a second, a client holding memory with a byte a second does not.
 MIN_BODY_RATE = 4096       # bytes a second
 RATE_WINDOW = 1.0          # seconds
-# At ``max_open`` connections, the one parked longest (at least this long) is closed to let a new
-# one in (ParkingManager._evict_oldest).
+# At ``max_open`` connections, an idle or slow one parked at least this long is closed to let a
+# new one in (ParkingManager._evict_oldest).
 EVICT_AFTER = 1.0
 EVICT_SCAN = 256           # how many of the connections parked longest that choice looks at
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -774,12 +774,12 @@ class ParkingManager(connections.ConnectionManager):
             self._park(conn)
 
     def _evict_oldest(self) -> bool:
-        """At ``max_open``: close the connection parked longest (idle between requests, a request
-        arriving slowly, an answer not being read), if it has been parked ``EVICT_AFTER`` at
-        least, to make room for a new one. Without this, clients that each trickle a byte now and
-        then could hold every descriptor and shut everyone else out for as long as they liked;
-        now they push out one another and idle connections, and a newcomer gets in. The
-        selector lists connections in the order they were parked, so the oldest is first."""
+        """At ``max_open``: close a connection parked ``EVICT_AFTER`` at least, to make room for a
+        new one: among those parked longest, an idle one, else one whose request stalls or
+        arrives slowly or whose answer is not being taken. Without this, clients that each
+        trickle a byte now and then could hold every descriptor and shut everyone else out for as
+        long as they liked; now they push out one another and idle connections, and a newcomer
+        gets in. The selector lists connections in the order they were parked, oldest first."""
         now = time.monotonic()
         idle: tuple[int, DoorConnection] | None = None
         slow: tuple[int, DoorConnection] | None = None
@@ -797,8 +797,8 @@ class ParkingManager(connections.ConnectionManager):
                 if not state.draining and not state.buf and not state.handshaking:
                     idle = (fd, conn)
                     break
-                if slow is None and not state.draining and (
-                        now - state.progress > self.server.stall_seconds or state.slow(now)):
+                stalled = now - state.progress > self.server.stall_seconds   # (taking no answer, or sending nothing)
+                if slow is None and (stalled or (not state.draining and state.slow(now))):
                     slow = (fd, conn)
         finally:
             listing.close()   # (it holds the selector's lock until closed)

@@ -80,14 +80,20 @@ def quick_server(db) -> Iterator[RunningServer]:
 
 
 @contextlib.contextmanager
-def door_server(db, **door: float) -> Iterator[RunningServer]:
-    """A 4-thread gateway in a thread with these door settings (DoorServer attributes)."""
+def door_server(db, *, max_open: int | None = None, send_buffer: int | None = None,
+                **door: float) -> Iterator[RunningServer]:
+    """A 4-thread gateway in a thread with these door settings (DoorServer attributes), at most
+    ``max_open`` connections, and ``send_buffer`` bytes of kernel send buffer per connection."""
     gateway = Gateway(db)
     port = free_port()
     srv = make_server(gateway, "127.0.0.1", port, threads=4)
     for name, value in door.items():
         setattr(srv, name, value)
     srv.prepare()
+    if max_open is not None:
+        srv._connections.max_open = max_open
+    if send_buffer is not None:
+        srv.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)  # (accepted sockets inherit it)
     threading.Thread(target=srv.serve, daemon=True).start()
     try:
         yield RunningServer(f"http://127.0.0.1:{port}", db, gateway)
@@ -580,113 +586,88 @@ def test_past_the_spill_budget_a_client_that_reads_still_gets_its_answer_whole(d
     """The bound on answers kept for slow readers closes clients that take nothing, not ones
     slower than the server: with the budget held by non-readers, three clients reading at their
     own pace each got the first 64 KB of a 250 KB note and then a closed connection."""
-    gateway = Gateway(db)
-    port = free_port()
-    srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.spill_budget = 1024 * 1024
-    srv.prepare()
-    srv.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32768)   # (accepted sockets inherit it)
-    threading.Thread(target=srv.serve, daemon=True).start()
-    server = RunningServer(f"http://127.0.0.1:{port}", db, gateway)
+    with door_server(db, spill_budget=1024 * 1024, send_buffer=32768) as server:
 
-    def get(rcvbuf: int) -> socket.socket:
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        s.connect(address(server))
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nConnection: close\r\n\r\n".encode())
-        return s
+        def get(rcvbuf: int) -> socket.socket:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            s.connect(address(server))
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nConnection: close\r\n\r\n".encode())
+            return s
 
-    path = f"/dav/org/{boot['org_id']}/big.md"
-    body = ("x" * 99 + "\n").encode() * 2500   # 250 KB (the cap is 256 KB)
-    holders: list[socket.socket] = []
-    try:
-        assert requests.put(server.url + path, data=body, auth=("ada@example.com", "correct horse battery"),
-                            timeout=10).status_code in (201, 204)
-        for _ in range(12):
-            holders.append(get(1024))   # never read
-            time.sleep(0.2)
-        for _ in range(3):
-            s = get(16 * 1024)
-            s.settimeout(10)
-            got = b""
-            with contextlib.suppress(ConnectionResetError):
-                while chunk := s.recv(65536):
-                    got += chunk
-                    time.sleep(0.02)   # reading, at its own pace
-            s.close()
-            assert got.partition(b"\r\n\r\n")[2] == body, len(got)
-    finally:
-        for h in holders:
-            h.close()
-        srv.stop()
-        gateway.close()
+        path = f"/dav/org/{boot['org_id']}/big.md"
+        body = ("x" * 99 + "\n").encode() * 2500   # 250 KB (the cap is 256 KB)
+        holders: list[socket.socket] = []
+        try:
+            assert requests.put(server.url + path, data=body, auth=("ada@example.com", "correct horse battery"),
+                                timeout=10).status_code in (201, 204)
+            for _ in range(12):
+                holders.append(get(1024))   # never read
+                time.sleep(0.2)
+            for _ in range(3):
+                s = get(16 * 1024)
+                s.settimeout(10)
+                got = b""
+                with contextlib.suppress(ConnectionResetError):
+                    while chunk := s.recv(65536):
+                        got += chunk
+                        time.sleep(0.02)   # reading, at its own pace
+                s.close()
+                assert got.partition(b"\r\n\r\n")[2] == body, len(got)
+        finally:
+            for h in holders:
+                h.close()
 
 
 def test_at_the_connection_limit_the_longest_parked_connection_makes_room(db, boot) -> None:
     """Clients trickling a byte of a body now and then held every descriptor the door may use,
     and every newcomer was refused for as long as they went on: now the connection parked
     longest is closed (503) to let a newcomer in."""
-    gateway = Gateway(db)
-    port = free_port()
-    srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.prepare()
-    srv._connections.max_open = 20
-    threading.Thread(target=srv.serve, daemon=True).start()
-    server = RunningServer(f"http://127.0.0.1:{port}", db, gateway)
-    head = (f"PUT /dav/org/{boot['org_id']}/slow.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
-            "Content-Length: 1000\r\n\r\nx").encode()
-    held = []
-    try:
-        for _ in range(30):
-            s = socket.create_connection(address(server), timeout=5)
-            s.sendall(head)
-            held.append(s)
-        time.sleep(1.5)   # older than the door's EVICT_AFTER
-        for _ in range(5):
-            assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
-        answers = first_answers(held, 0.5)
-        assert any(a.startswith(b"HTTP/1.1 503") for a in answers), answers
-    finally:
-        for s in held:
-            s.close()
-        srv.stop()
-        gateway.close()
+    with door_server(db, max_open=20) as server:
+        head = (f"PUT /dav/org/{boot['org_id']}/slow.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                "Content-Length: 1000\r\n\r\nx").encode()
+        held = []
+        try:
+            for _ in range(30):
+                s = socket.create_connection(address(server), timeout=5)
+                s.sendall(head)
+                held.append(s)
+            time.sleep(1.5)   # older than the door's EVICT_AFTER
+            for _ in range(5):
+                assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+            answers = first_answers(held, 0.5)
+            assert any(a.startswith(b"HTTP/1.1 503") for a in answers), answers
+        finally:
+            for s in held:
+                s.close()
 
 
 def test_at_the_connection_limit_an_upload_under_way_is_spared_and_idle_ones_go(db, boot) -> None:
     """Evicting by age alone closed the oldest connection whatever it was doing: an upload
     arriving at speed was cut (503) to let an idle newcomer in. Idle connections go first."""
-    gateway = Gateway(db)
-    port = free_port()
-    srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.prepare()
-    srv._connections.max_open = 12
-    threading.Thread(target=srv.serve, daemon=True).start()
-    server = RunningServer(f"http://127.0.0.1:{port}", db, gateway)
-    body = b"z" * 200_000
-    idle: list[socket.socket] = []
-    upload = socket.create_connection(address(server), timeout=10)
-    try:
-        upload.sendall(f"PUT /dav/org/{boot['org_id']}/upload.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
-                       f"Content-Length: {len(body)}\r\n\r\n".encode())
-        for _ in range(12):
-            idle.append(socket.create_connection(address(server), timeout=5))
-        sent = 0
-        started = time.monotonic()
-        while sent < len(body):   # 200 KB over 2 s; newcomers arrive meanwhile, past EVICT_AFTER
-            upload.sendall(body[sent:sent + 10_000])
-            sent += 10_000
-            time.sleep(0.1)
-            if time.monotonic() - started > 1.2:
-                assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
-        answer = upload.recv(4096)
-        assert answer.startswith(b"HTTP/1.1 201"), answer
-    finally:
-        upload.close()
-        for s in idle:
-            s.close()
-        srv.stop()
-        gateway.close()
+    with door_server(db, max_open=12) as server:
+        body = b"z" * 200_000
+        idle: list[socket.socket] = []
+        upload = socket.create_connection(address(server), timeout=10)
+        try:
+            upload.sendall(f"PUT /dav/org/{boot['org_id']}/upload.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                           f"Content-Length: {len(body)}\r\n\r\n".encode())
+            for _ in range(12):
+                idle.append(socket.create_connection(address(server), timeout=5))
+            sent = 0
+            started = time.monotonic()
+            while sent < len(body):   # 200 KB over 2 s; newcomers arrive meanwhile, past EVICT_AFTER
+                upload.sendall(body[sent:sent + 10_000])
+                sent += 10_000
+                time.sleep(0.1)
+                if time.monotonic() - started > 1.2:
+                    assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+            answer = upload.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 201"), answer
+        finally:
+            upload.close()
+            for s in idle:
+                s.close()
 
 
 def test_a_request_on_a_connection_idle_for_long_is_not_slow_at_its_first_bytes() -> None:
@@ -711,38 +692,30 @@ def test_a_connection_evicted_while_it_is_readable_is_not_handled_again(db, boot
     (and a newcomer that was given the same descriptor number could be unregistered)."""
     import logging
     caplog.set_level(logging.INFO)
-    gateway = Gateway(db)
-    port = free_port()
-    srv = make_server(gateway, "127.0.0.1", port, threads=4)
-    srv.prepare()
-    srv._connections.max_open = 10
-    threading.Thread(target=srv.serve, daemon=True).start()
-    server = RunningServer(f"http://127.0.0.1:{port}", db, gateway)
-    head = (f"PUT /dav/org/{boot['org_id']}/slow.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
-            "Content-Length: 100000\r\n\r\nx").encode()
-    held: list[socket.socket] = []
-    try:
-        for _ in range(10):
-            s = socket.create_connection(address(server), timeout=5)
-            s.sendall(head)
-            held.append(s)
-        time.sleep(1.3)
-        for _ in range(4):
-            # The oldest send a byte while newcomers arrive, in the same instant.
-            for s in held[:10]:
-                held.append(socket.create_connection(address(server), timeout=5))
-                with contextlib.suppress(OSError):
-                    s.send(b"y")
+    with door_server(db, max_open=10) as server:
+        head = (f"PUT /dav/org/{boot['org_id']}/slow.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"
+                "Content-Length: 100000\r\n\r\nx").encode()
+        held: list[socket.socket] = []
+        try:
+            for _ in range(10):
+                s = socket.create_connection(address(server), timeout=5)
+                s.sendall(head)
+                held.append(s)
             time.sleep(1.3)
-        assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
-        errors = [r.getMessage() for r in caplog.records
-                  if r.levelno >= logging.ERROR or "unexpected error" in r.getMessage()]
-        assert not errors, errors[:3]
-    finally:
-        for s in held:
-            s.close()
-        srv.stop()
-        gateway.close()
+            for _ in range(4):
+                # The oldest send a byte while newcomers arrive, in the same instant.
+                for s in held[:10]:
+                    held.append(socket.create_connection(address(server), timeout=5))
+                    with contextlib.suppress(OSError):
+                        s.send(b"y")
+                time.sleep(1.3)
+            assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+            errors = [r.getMessage() for r in caplog.records
+                      if r.levelno >= logging.ERROR or "unexpected error" in r.getMessage()]
+            assert not errors, errors[:3]
+        finally:
+            for s in held:
+                s.close()
 
 
 def test_bodies_trickling_a_byte_a_second_make_room_for_an_upload_that_is_arriving(patient_server, boot) -> None:
