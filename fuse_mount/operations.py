@@ -28,10 +28,10 @@ from pyfuse3 import FUSEError
 from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
-from store.errors import NotFound, StoreError
+from store.errors import NotFound, PreconditionFailed, StoreError
 from fuse_mount.listings import MISSING, ListingCache, drop_folder
 from fuse_mount.own_writes import Flight, OwnWrites, Written
-from store.paths import is_side_file, nfc
+from store.paths import diverged_copy_path, is_side_file, nfc
 
 log = logging.getLogger("hostfinder.fuse")
 
@@ -445,12 +445,14 @@ class HostOperations(pyfuse3.Operations):
             handle.appending = writing and bool(flags & os.O_APPEND)
             if writing and flags & os.O_TRUNC:
                 handle.empty()
-            if writing and source.released:
-                # A held temp file opened again for more (`>` then `>>`): this handle carries
-                # its bytes from now on (and commits them), so the writes that follow are kept
-                # with them.
-                handle.owes = source.owes
-                self.handles.close(source.fh)
+            if writing:
+                # A closed file still held (a temp file opened again for more, `>` then `>>`;
+                # a save the store did not answer): this handle carries its bytes from now on and
+                # commits them, so the writes that follow are kept with them, and a held one can
+                # no longer save this writer's unfinished body on its own.
+                for held in [h for h in self.handles.on_inode(inode) if h.released and h.body is handle.body]:
+                    handle.owes = handle.owes or held.owes
+                    self.handles.close(held.fh)
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
             hit = self._peek(path)
@@ -529,13 +531,23 @@ class HostOperations(pyfuse3.Operations):
         except StoreError as exc:
             raise FUSEError(log_refusal(operation, handle.path, exc)) from None
 
-    def _lock(self, ino: int | None) -> trio.Lock:
+    @contextlib.asynccontextmanager
+    async def _lock(self, ino: int | None) -> AsyncIterator[None]:
+        """Hold the inode's lock. It leaves the table once no task holds or awaits it (every open
+        takes it: a `grep -r` over 100 000 notes would otherwise leave 100 000 locks behind)."""
         if ino is None:
-            return trio.Lock()
+            yield
+            return
         lock = self._locks.get(ino)
         if lock is None:
             lock = self._locks[ino] = trio.Lock()
-        return lock
+        try:
+            async with lock:
+                yield
+        finally:
+            # (trio hands a released lock straight to a waiting task, which then holds it.)
+            if not lock.locked() and self._locks.get(ino) is lock:
+                del self._locks[ino]
 
     async def _commit(self, handle: OpenFile, operation: str, *, at_flush: bool = False) -> None:
         if not handle.needs_commit:
@@ -550,6 +562,9 @@ class HostOperations(pyfuse3.Operations):
             return
         if at_flush and not handle.wrote:
             return  # created or opened with O_TRUNC, nothing written yet: release commits it
+        if handle.unanswered:
+            await self._save_late(handle)   # a try the store did not answer came before
+            return
         created = handle.new
         serial = self.listings.serial
         async with self._own_write(handle.path) as flight:
@@ -633,19 +648,53 @@ class HostOperations(pyfuse3.Operations):
     async def _commit_released(self, handle: OpenFile, *, attempt: int | None = 0) -> None:
         """Save a closed file this mount still holds; ``attempt`` counts the tries a store that
         did not answer has cost so far (None: no more tries, the mount is going)."""
-        if self.handles.find(handle.fh) is not handle:
-            return  # renamed over a note meanwhile (and closed there), or opened again for writing
-        try:
-            await self._commit(handle, "save")
-        except FUSEError:
-            if handle.unanswered and attempt is not None and attempt < UNANSWERED_TRIES and self.nursery is not None:
-                self.nursery.start_soon(self._commit_later, handle, attempt + 1)
-                return   # held: a rename or an open meanwhile finds it whole
-            if handle.unanswered:
-                log.warning("lost the save of %s: the store did not answer for %d s", handle.path,
-                            int((attempt or 0) * HOLD_SIDE_SECONDS))
-            # (else logged; the file is gone, as a write error at close would leave it)
-        self.handles.close(handle.fh)
+        async with self._lock(handle.ino):
+            if self.handles.find(handle.fh) is not handle:
+                return  # renamed over a note meanwhile (and closed there), or taken over by a writer
+            try:
+                await self._commit_locked(handle, "save")
+            except FUSEError:
+                if handle.unanswered and attempt is not None and attempt < UNANSWERED_TRIES and self.nursery is not None:
+                    self.nursery.start_soon(self._commit_later, handle, attempt + 1)
+                    return   # held: a rename or an open meanwhile finds it whole
+                if handle.unanswered:
+                    log.warning("lost the save of %s: the store did not answer for %d s", handle.path,
+                                int((attempt or 0) * HOLD_SIDE_SECONDS))
+                    await self._drop(handle.path)   # the kernel's pages hold bytes the store never got
+                # (else logged; the file is gone, as a write error at close would leave it)
+            self.handles.close(handle.fh)
+
+    async def _save_late(self, handle: OpenFile) -> None:
+        """A save the store did not answer, tried again (by the writer's next fsync or close, or
+        by the mount holding a closed file): only over the version the body was based on, so a
+        change made elsewhere meanwhile is never overwritten by the older text. If the note did
+        change, the text goes to a copy beside it, named for when it was saved, and the log says
+        so; if it holds this very text (the first try did land), that is the save."""
+        base = handle.node
+        body = bytes(handle.data)
+        path = handle.path
+
+        def save() -> tuple[Any, str | None]:
+            try:
+                return handle.commit(if_match=None if handle.new or base is None else base.etag,
+                                     if_none_match=handle.new), None
+            except PreconditionFailed:
+                tree = self._tree()
+                if tree.read(path) == body:
+                    node = tree.stat(path)
+                    handle.saved_as(node)
+                    return node, None
+                copy = diverged_copy_path(path)
+                return tree.write(copy, body, if_none_match=True), copy
+
+        async with self._own_write(path) as flight:
+            node, copy = await self._run("save", path, save, changes=(path,))
+            if copy is None:
+                flight.kept = self._wrote_version(path, node)
+                return
+        log.warning("%s changed elsewhere while this mount could not save it; the text saved here is "
+                    "kept as %s", path, copy)
+        await self._drop(path)
 
     async def commit_held(self) -> None:
         """At unmount: closed files still held in memory (side files, saves the store did not

@@ -189,6 +189,7 @@ class WriteHandle:
         """The body as one new version (the tree's Node), or None when there is nothing to write.
         The conditions are the tree's (an editor's If-Match). A front end that must undo a refused
         create (FUSE forgets the name it gave the kernel) reads ``new`` before committing."""
+        self.unanswered = False
         if not self.needs_commit:
             return None
         if self.refusal is not None:
@@ -204,11 +205,9 @@ class WriteHandle:
             raise
         except StoreError:
             # Refused and reported now: not again at release, unless bytes came after it.
-            self.unanswered = False
             if self._changes == taken:
                 self.dirty = self.wrote = self.new = self.owes = False
             raise
-        self.unanswered = False
         self.new = False
         self.node = node
         if self._changes == taken:

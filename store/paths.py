@@ -19,6 +19,7 @@ import fnmatch
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Literal
 
 from store.errors import Invalid, NotFound
@@ -82,6 +83,20 @@ def side_name_problem(name: str) -> str | None:
     return (f"the name {name!r} has the form editors and programs give their temporary, backup and lock "
             "files (tmp and 8 letters or digits, ~$name, name.md.tmp.x, name.md.sb-x), which file clients "
             f"keep out of the notes; choose another name, such as {example}")
+
+
+def diverged_copy_path(path: str, when: datetime | None = None) -> str:
+    """Where a front end keeps text it could not save over ``path`` because the file changed
+    meanwhile (the mount's save that waited out an outage): beside it, named
+    ``<stem>-conflicted-copy-<UTC stamp><ext>``, which is a note's and a script's name alike."""
+    folder, _, name = path.rpartition("/")
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        stem, ext = name, ""
+    stamp = (when or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    suffix = f"-conflicted-copy-{stamp}" + (f".{ext}" if dot else "")
+    name = stem[:MAX_KEY_LENGTH - len(suffix)] + suffix
+    return f"{folder}/{name}" if folder else name
 
 
 def lookalike_problem(key: str, level: Level) -> str | None:

@@ -4,8 +4,10 @@ and two appenders opening a note at the same moment share its body. Real Postgre
 started under the mount), real kernel mount."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -19,7 +21,7 @@ from store import admin
 from store.access import Door
 from store.db import Database
 from test_fuse import Mount, eventually, start_mount, unmount, wait_mounted
-from test_gateway_outage import private_pg  # noqa: F401 - fixture
+from test_gateway_outage import private_pg  # noqa: F401 - a fixture, used by outage_mount
 
 
 @pytest.fixture
@@ -128,3 +130,73 @@ def test_two_appenders_opening_at_once_keep_every_line(outage_mount) -> None:
         lines = mount.tree.read(path).decode().splitlines()
         assert sorted(lines) == sorted([f"A{i}" for i in range(100)] + [f"B{i}" for i in range(100)]), \
             (round_, len(lines))
+
+
+def _store_write(mount: Mount, path: str, data: bytes) -> Any:
+    """A write from elsewhere right after the store came back (the test's own pool may still be
+    reconnecting)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return mount.tree.write(path, data)
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_a_held_save_never_overwrites_a_change_made_elsewhere_after_it(outage_mount) -> None:
+    """A save held through an outage was tried again without a condition: a change made from
+    WebDAV or the web app once the store was back was overwritten by the older close. The held
+    text now goes to a copy beside the note, and the log says so."""
+    pg, mount = outage_mount
+    path = f"org/{mount.boot['org_id']}/s.md"
+    note = mount.org / "s.md"
+    note.write_bytes(b"v1\n")
+    fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b"mount edit, closed during the outage\n")
+    pg.stop()
+    with pytest.raises(OSError):
+        os.close(fd)
+    # The change elsewhere lands before the mount's next try (the mount is paused meanwhile).
+    mount.proc.send_signal(signal.SIGSTOP)
+    try:
+        pg.start()
+        _store_write(mount, path, b"web edit, made after the store came back\n")
+    finally:
+        mount.proc.send_signal(signal.SIGCONT)
+    copies = lambda: [n for n in os.listdir(mount.org) if n.startswith("s-conflicted-copy-")]  # noqa: E731
+    eventually(lambda: copies(), 15)
+    assert mount.tree.read(path) == b"web edit, made after the store came back\n"
+    assert mount.tree.read(f"org/{mount.boot['org_id']}/{copies()[0]}") == b"mount edit, closed during the outage\n"
+    assert "changed elsewhere while this mount could not save it" in mount.log()
+
+
+def test_a_held_save_is_taken_over_by_the_next_writer_of_the_file(outage_mount) -> None:
+    """A writer that opened the note through a reader's description (not the held one) shared
+    the held body, and the held save then committed that writer's unfinished, empty body."""
+    pg, mount = outage_mount
+    path = f"org/{mount.boot['org_id']}/t.md"
+    note = mount.org / "t.md"
+    note.write_bytes(b"v1\n")
+    fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b"held text\n")
+    pg.stop()
+    with pytest.raises(OSError):
+        os.close(fd)
+    reader = os.open(note, os.O_RDONLY)   # shares the held body
+    pg.start()
+    try:
+        writer = os.open(note, os.O_WRONLY | os.O_TRUNC)
+        seen = set()
+        started = time.monotonic()
+        while time.monotonic() - started < 5:   # past two of the held save's tries
+            with contextlib.suppress(Exception):
+                seen.add(mount.tree.read(path))
+            time.sleep(0.2)
+        os.write(writer, b"final text\n")
+        os.close(writer)
+    finally:
+        os.close(reader)
+    assert b"" not in seen, seen
+    assert mount.tree.read(path) == b"final text\n"
