@@ -321,8 +321,10 @@ class _SpillWriter:
             sock.settimeout(timeout)
 
     def _send_blocking(self, data: bytes, *, stall: float | None = None) -> None:
-        """Past the spill bounds: everything kept, then ``data``, sent by this thread. The
-        socket's timeout bounds each stall, or ``stall`` seconds when given."""
+        """Past the spill bounds: everything kept, then ``data``, sent by this thread, waiting at
+        most ``stall`` seconds (else the socket's timeout) each time the client takes nothing.
+        Not ``sendall``: on a plain socket its timeout bounds the whole answer, which would cut
+        off a client reading steadily, only slower than that."""
         kept, self.pending = bytes(self.pending), bytearray()
         manager = self.conn.manager
         if kept and manager is not None:
@@ -332,7 +334,10 @@ class _SpillWriter:
         if stall is not None:
             sock.settimeout(stall)
         try:
-            sock.sendall(kept + data)
+            with memoryview(kept + data) as view:
+                sent = 0
+                while sent < len(view):
+                    sent += sock.send(view[sent:sent + _SEND_BLOCK])   # (each call waits at most the timeout)
         finally:
             if stall is not None:
                 sock.settimeout(timeout)
@@ -785,12 +790,13 @@ class ParkingManager(connections.ConnectionManager):
         slow: tuple[int, DoorConnection] | None = None
         listing = self._selector.connections
         try:
-            # Among the EVICT_SCAN parked longest: the first idle one (between requests, nothing
-            # held), else the first whose request has stalled or arrives slowly. One sending or
-            # receiving at speed is spared; with none to close, the newcomer is refused.
+            # Among the EVICT_SCAN parked longest (further only while none qualifies): the first
+            # idle one (between requests, nothing held), else the first whose request has stalled
+            # or arrives slowly. One sending or receiving at speed is spared; with none to close,
+            # the newcomer is refused.
             for seen, (fd, conn) in enumerate(listing):
-                if seen >= EVICT_SCAN:
-                    break
+                if seen >= EVICT_SCAN and slow is not None:
+                    break   # (past the window only while none was found: all busy at speed there)
                 state = conn.parked if conn is not self.server else None
                 if state is None or now - state.since < EVICT_AFTER:
                     continue

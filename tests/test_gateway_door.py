@@ -585,7 +585,8 @@ def test_past_the_spill_budget_a_client_that_does_not_read_is_closed_not_waited_
 def test_past_the_spill_budget_a_client_that_reads_still_gets_its_answer_whole(db, boot) -> None:
     """The bound on answers kept for slow readers closes clients that take nothing, not ones
     slower than the server: with the budget held by non-readers, three clients reading at their
-    own pace each got the first 64 KB of a 250 KB note and then a closed connection."""
+    own pace each got the first 64 KB of a 250 KB note and then a closed connection (and one
+    reading steadily for longer than door.SPILL_STALL in all was cut at that point)."""
     with door_server(db, spill_budget=1024 * 1024, send_buffer=32768) as server:
 
         def get(rcvbuf: int) -> socket.socket:
@@ -609,9 +610,9 @@ def test_past_the_spill_budget_a_client_that_reads_still_gets_its_answer_whole(d
                 s.settimeout(10)
                 got = b""
                 with contextlib.suppress(ConnectionResetError):
-                    while chunk := s.recv(65536):
+                    while chunk := s.recv(16384):
                         got += chunk
-                        time.sleep(0.02)   # reading, at its own pace
+                        time.sleep(0.2)   # reading steadily, ~80 KB/s: the answer takes ~3 s
                 s.close()
                 assert got.partition(b"\r\n\r\n")[2] == body, len(got)
         finally:
