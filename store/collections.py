@@ -378,18 +378,24 @@ def agent_access(conn: Conn, principal: Principal, agent_id: int) -> dict[str, A
     """The agent's guild's own tables and every organisation table, each with the guild's grant, the
     agent's own row and the effective mode (agent row ?? guild base; none is no access)."""
     a = _agent_row(conn, principal, agent_id)
+    return {"agent_id": a["id"], "guild_id": a["guild_id"],
+            "collections": access_rows(conn, a["org_id"], a["guild_id"], a["id"])}
+
+
+def access_rows(conn: Conn, org_id: int, guild_id: int, agent_id: int) -> list[dict[str, Any]]:
+    """agent_access's collections for an agent the caller has already loaded (its State page)."""
     rows = conn.execute(
         f"""SELECT v.*, aa.mode AS agent_mode FROM ({_GUILD_VIEW}) v
               LEFT JOIN collection_access aa ON aa.collection_id = v.collection_id AND aa.agent_id = %(agent)s
              ORDER BY v.scope DESC, v.name""",
-        {"guild": a["guild_id"], "org": a["org_id"], "agent": a["id"]}).fetchall()
+        {"guild": guild_id, "org": org_id, "agent": agent_id}).fetchall()
     out = []
     for r in rows:
         effective = r["agent_mode"] if r["agent_mode"] is not None else r["guild_mode"]
         out.append({"collection_id": r["collection_id"], "name": r["name"], "purpose": r["purpose"],
                     "scope": r["scope"], "guild_mode": r["guild_mode"], "agent_mode": r["agent_mode"],
                     "effective": None if effective == "none" else effective})
-    return {"agent_id": a["id"], "guild_id": a["guild_id"], "collections": out}
+    return out
 
 
 def _grant_body(body: object, modes: tuple[str, ...], subject: str) -> tuple[int, str | None]:

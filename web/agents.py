@@ -61,7 +61,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         history = memory.list_history(conn, agent.org_id, agent.id)
         script_rows = scripts.list_scripts(conn, agent.org_id, agent.id)
         reach = grants.granted_collections(conn, agent)
-        access = colls.agent_access(conn, principal(), agent.id)["collections"]
+        access = colls.access_rows(conn, agent.org_id, agent.guild_id, agent.id)
         task_strip = provenance(conn, st["task"]["display_path"])
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
