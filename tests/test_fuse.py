@@ -3,6 +3,7 @@ tools people use (ls, cat, grep, cp, mv, rm, vim, sed, Python). No FUSE here is 
 CI has /dev/fuse, and a suite that quietly skips would hide a broken mount."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -90,8 +91,9 @@ def _stale(path: Path) -> bool:
         return exc.errno == errno.ENOTCONN
 
 
-@pytest.fixture
-def mount(db: Database, db_url: str, boot: dict[str, Any], tmp_path: Path) -> Iterator[Mount]:
+@contextlib.contextmanager
+def mounted(db: Database, db_url: str, boot: dict[str, Any], tmp_path: Path) -> Iterator[Mount]:
+    """`hostfinder mount` of ``db_url`` as the boot's user on tmp_path/mnt, unmounted after."""
     assert os.path.exists("/dev/fuse"), "FUSE is required: /dev/fuse is missing (CI must provide it)"
     mountpoint = tmp_path / "mnt"
     mountpoint.mkdir()
@@ -104,6 +106,12 @@ def mount(db: Database, db_url: str, boot: dict[str, Any], tmp_path: Path) -> It
         yield Mount(mountpoint, mountpoint / "org" / str(boot["org_id"]), proc, log_path, db, principal, boot)
     finally:
         unmount(mountpoint, proc)
+
+
+@pytest.fixture
+def mount(db: Database, db_url: str, boot: dict[str, Any], tmp_path: Path) -> Iterator[Mount]:
+    with mounted(db, db_url, boot, tmp_path) as running:
+        yield running
 
 
 def sh(*args: str | Path, cwd: Path | None = None, ok: bool = True) -> subprocess.CompletedProcess:

@@ -18,28 +18,34 @@ from typing import Any
 import pytest
 
 from store import admin
-from store.access import Door
 from store.db import Database
-from test_fuse import Mount, eventually, start_mount, unmount, wait_mounted
+from test_fuse import Mount, eventually, mounted
 from test_gateway_outage import private_pg  # noqa: F401 - a fixture, used by outage_mount
 
 
 @pytest.fixture
 def outage_mount(private_pg, tmp_path: Path) -> Iterator[tuple[Any, Mount]]:  # noqa: F811
+    """A mount of a PostgreSQL of the test's own, which the test stops and starts."""
     pg, url = private_pg
     db = Database(url, min_size=1, max_size=4).open()
-    boot = admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
-    mountpoint = tmp_path / "mnt"
-    mountpoint.mkdir()
-    log_path = tmp_path / "mount.log"
-    proc = start_mount(mountpoint, url, boot["email"], log_path)
     try:
-        wait_mounted(mountpoint, proc, log_path)
-        principal = Door(db).principal_for_email(boot["email"])
-        yield pg, Mount(mountpoint, mountpoint / "org" / str(boot["org_id"]), proc, log_path, db, principal, boot)
+        boot = admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
+        with mounted(db, url, boot, tmp_path) as mount:
+            yield pg, mount
     finally:
-        unmount(mountpoint, proc)
         db.close()
+
+
+def close_during_an_outage(pg: Any, note: Path, before: bytes, text: bytes) -> None:
+    """``note`` holds ``before``; a writer truncates it, writes ``text``, and closes it while the
+    store is down: the close says EIO (the store is left down)."""
+    note.write_bytes(before)
+    fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, text)
+    pg.stop()
+    with pytest.raises(OSError) as exc:
+        os.close(fd)
+    assert exc.value.errno == errno.EIO
 
 
 def test_a_save_the_store_did_not_answer_is_kept_for_the_next_try(outage_mount) -> None:
@@ -69,13 +75,7 @@ def test_a_close_the_store_did_not_answer_is_saved_once_it_answers(outage_mount)
     and saves them when the store is back, instead of dropping them."""
     pg, mount = outage_mount
     path = f"org/{mount.boot['org_id']}/late.md"
-    (mount.org / "late.md").write_bytes(b"before\n")
-    fd = os.open(mount.org / "late.md", os.O_WRONLY | os.O_TRUNC)
-    os.write(fd, b"written during the outage\n")
-    pg.stop()
-    with pytest.raises(OSError) as exc:
-        os.close(fd)
-    assert exc.value.errno == errno.EIO
+    close_during_an_outage(pg, mount.org / "late.md", b"before\n", b"written during the outage\n")
     time.sleep(3)   # the mount tries again every 2 s meanwhile
     pg.start()
     eventually(lambda: mount.tree.read(path) == b"written during the outage\n", 15)
@@ -151,13 +151,7 @@ def test_a_held_save_never_overwrites_a_change_made_elsewhere_after_it(outage_mo
     text now goes to a copy beside the note, and the log says so."""
     pg, mount = outage_mount
     path = f"org/{mount.boot['org_id']}/s.md"
-    note = mount.org / "s.md"
-    note.write_bytes(b"v1\n")
-    fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
-    os.write(fd, b"mount edit, closed during the outage\n")
-    pg.stop()
-    with pytest.raises(OSError):
-        os.close(fd)
+    close_during_an_outage(pg, mount.org / "s.md", b"v1\n", b"mount edit, closed during the outage\n")
     # The change elsewhere lands before the mount's next try (the mount is paused meanwhile).
     mount.proc.send_signal(signal.SIGSTOP)
     try:
@@ -178,12 +172,7 @@ def test_a_held_save_is_taken_over_by_the_next_writer_of_the_file(outage_mount) 
     pg, mount = outage_mount
     path = f"org/{mount.boot['org_id']}/t.md"
     note = mount.org / "t.md"
-    note.write_bytes(b"v1\n")
-    fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
-    os.write(fd, b"held text\n")
-    pg.stop()
-    with pytest.raises(OSError):
-        os.close(fd)
+    close_during_an_outage(pg, note, b"v1\n", b"held text\n")
     reader = os.open(note, os.O_RDONLY)   # shares the held body
     pg.start()
     try:
