@@ -22,7 +22,7 @@ from store.columns import Column, apply_schema_change, column_problems, columns_
 from store.db import Conn, Database
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed
 from store.grants import COLLECTION_COLUMNS, Collection
-from store.paths import COLLECTION_NAME, collection_path, nfc
+from store.paths import COLLECTION_NAME, collection_path, is_id, nfc
 from store.provenance import append_changes, record_change
 from store.records import remove_all
 
@@ -51,7 +51,7 @@ store_db.on_constraint("artifact_collections_live_name", _taken_from_diag)
 # --- reading --------------------------------------------------------------------------------------
 
 def _row(conn: Conn, collection_id: object, *, lock: bool = False) -> dict[str, Any] | None:
-    if not _is_id(collection_id):
+    if not is_id(collection_id):
         return None
     return conn.execute(
         f"SELECT {COLLECTION_COLUMNS} FROM artifact_collections c WHERE c.id = %s AND c.deleted_at IS NULL"
@@ -158,7 +158,7 @@ def _purpose_problem(purpose: object) -> str | None:
 
 
 def _guild_problem(guild_id: object) -> str | None:
-    if guild_id is None or _is_id(guild_id):
+    if guild_id is None or is_id(guild_id):
         return None
     return f"guild_id must be a guild's id, or null for an organisation table; got {guild_id!r}"
 
@@ -170,7 +170,7 @@ def _rejected(problems: list[str]) -> Invalid:
 def _missing_guild(conn: Conn, org_id: int, guild_id: object) -> str | None:
     """The problem line of a guild_id (of a well-formed body) that names no guild of the
     organisation; another organisation's guild reads the same, so ids reveal nothing."""
-    if not _is_id(guild_id):
+    if not is_id(guild_id):
         return None  # null, or already reported by _guild_problem
     if conn.execute("SELECT 1 FROM guilds WHERE id = %s AND org_id = %s", (guild_id, org_id)).fetchone() is None:
         return (f"guild_id {guild_id} is not a guild of this organisation; give one of its guilds' ids, "
@@ -342,13 +342,9 @@ def delete_collection(db: Database, principal: Principal, collection_id: object)
 
 # --- grants ---------------------------------------------------------------------------------------
 
-def _is_id(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
-
-
 def _agent_row(conn: Conn, principal: Principal, agent_id: int) -> dict[str, Any]:
     row = (conn.execute("SELECT id, org_id, guild_id, name FROM agents WHERE id = %s", (agent_id,)).fetchone()
-           if _is_id(agent_id) else None)
+           if is_id(agent_id) else None)
     if row is None or row["org_id"] not in principal.org_ids:
         raise NotFound(f"unknown agent {agent_id}")
     return row
@@ -406,7 +402,7 @@ def _grant_body(body: object, modes: tuple[str, ...], subject: str) -> tuple[int
         if key not in ("collection_id", "mode"):
             problems.append(f'unknown field "{key}"; a grant takes collection_id and mode')
     cid = body.get("collection_id")
-    if not _is_id(cid):
+    if not is_id(cid):
         problems.append(f"collection_id must be a collection's id; got {cid!r}")
     if "mode" not in body:
         problems.append(f"mode is required: {', '.join(modes)}, or null to remove the {subject}'s grant")

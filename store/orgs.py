@@ -6,6 +6,7 @@ from typing import Any
 from store.access import Principal
 from store.db import Conn
 from store.errors import NotFound
+from store.paths import is_id
 
 
 def directory(conn: Conn, principal: Principal, org_id: int) -> dict[str, list[dict[str, Any]]]:
@@ -22,7 +23,7 @@ def guild(conn: Conn, principal: Principal, guild_id: object) -> dict[str, Any]:
     """{id, org_id, name} of a guild of the principal's organisations; NotFound for any other id
     (another organisation's reads the same as none)."""
     row = (conn.execute("SELECT id, org_id, name FROM guilds WHERE id = %s", (guild_id,)).fetchone()
-           if isinstance(guild_id, int) and not isinstance(guild_id, bool) and 0 < guild_id < 2**63 else None)
+           if is_id(guild_id) else None)
     if row is None or row["org_id"] not in principal.org_ids:
         raise NotFound(f"unknown guild {guild_id}")
     return row

@@ -210,6 +210,11 @@ class Target:
         return note_path(self.org_id, self.level, self.owner_id, self.name)
 
 
+def is_id(value: object) -> bool:
+    """Whether a JSON value is an id: a whole number (not a boolean) that fits a bigint id."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
+
+
 def parse_id(text: str) -> int | None:
     """The id an id segment of a path names, or None: only the canonical ASCII decimal (no
     leading zero, no sign, no other digits), so each id has exactly one spelling."""

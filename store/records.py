@@ -27,7 +27,7 @@ from store.columns import Column, identity_of, search_blob, stored_columns, uniq
 from store.db import Conn, Database
 from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
 from store.grants import Collection, collection_for_agent, granted_collections
-from store.paths import collection_path, record_path
+from store.paths import collection_path, is_id, record_path
 from store.provenance import append_changes, record_change
 from store.tools import Arg, tool
 from store.values import check_body, record_problems, shown, utc_iso
@@ -84,7 +84,7 @@ def _lock(conn: Conn, collection: Collection) -> tuple[dict[str, Any], list[Colu
 
 
 def _live_row(conn: Conn, collection_id: int, record_id: object, name: str, *, lock: bool = False) -> dict[str, Any]:
-    if not isinstance(record_id, int) or isinstance(record_id, bool) or not 0 < record_id < 2**63:
+    if not is_id(record_id):
         raise NotFound(f"unknown record {shown(record_id)} in collection {name}; ids are whole numbers from 1")
     row = conn.execute(
         f"SELECT {rq.RECORD_COLUMNS}, a.id AS row_id, a.identity FROM artifacts a"
