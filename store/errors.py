@@ -1,7 +1,8 @@
 """The store's errors: a small closed set, each carrying a sentence for a person and its problems.
 
-Front ends translate these in one table each (api/errors.py, dav_provider/errors.py,
-fuse_mount/errors.py), as rclone's mount translates its VFS errors in one switch. The store never
+Each protocol translates these in one table (api/errors.py for HTTP, the web app's pages included;
+dav_provider/errors.py; fuse_mount/errors.py), as rclone's mount translates its VFS errors in one
+switch; tests/test_error_tables.py checks that each names every class. The store never
 names an HTTP status, a DAV status or an errno.
 """
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Store errors as web pages: the one table of statuses, and the page that says what went wrong.
+"""Store errors as web pages: the page that says what went wrong.
+
+The status of a store error is the HTTP API's (api/errors.py ``STATUS``): the web app and the API
+are two HTTP faces of one store, and a refusal reads with the same status on both.
 
 A refusal the person can fix (a form with problems) is rendered by the form's own view beside its
 fields; everything else reaching here is a page with the store's sentence and its problems.
@@ -12,35 +15,16 @@ from flask import Flask, render_template, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
+from api.errors import status_of
 from store import errors as e
 from web.security import safe_next
 
 log = logging.getLogger(__name__)
 
-# Most specific first: the first class in the exception's MRO found here wins.
-STATUS: dict[type[e.StoreError], int] = {
-    e.Unauthenticated: 401,
-    e.NotFound: 404,
-    e.Forbidden: 403,
-    e.NotANote: 422,
-    e.Invalid: 422,
-    e.Conflict: 409,
-    e.TooLarge: 413,
-    e.LimitReached: 422,
-    e.PreconditionFailed: 412,
-    e.Locked: 423,
-    e.TooManyAttempts: 429,
-    e.Unavailable: 503,
-}
-
 TITLES = {400: "Bad request", 401: "Not logged in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
           409: "Conflict", 412: "Changed meanwhile", 413: "Too large", 422: "Not accepted", 423: "Locked",
           429: "Too many attempts", 500: "Server error",
           503: "Unavailable"}
-
-
-def status_of(exc: e.StoreError) -> int:
-    return e.translate(STATUS, exc, 400)
 
 
 def _page_behind() -> str | None:
