@@ -373,6 +373,11 @@ class HostTree:
                     # everyone else, and is hidden from this user until the editor creates it
                     # again, which is then its next version (see write()).
                     scratch.hide(conn, self._uid, dpath, spath, node.version)
+                    # Its lock ends as on any MOVE (RFC 4918 9.9): left on the name, it made the
+                    # name exist again for WebDAV (a lock-null resource), so Word's save, which
+                    # locks, moves the note away and moves its temp file back with Overwrite: F,
+                    # got 412, and the lock kept out the next LOCK and every save without it.
+                    leases.clear(conn, spath)
                     uid = self._uid
                     after_commit(lambda: _remember_hidden(uid, spath, True))
                 return self._side_node(row)

@@ -137,6 +137,28 @@ def test_a_rename_away_save_completed_by_a_move_without_overwrite(dav: Dav, db: 
     assert artifact(db, note)["content"] == "v2" and artifact(db, note)["version"] == 2
 
 
+def test_words_save_of_a_note_it_holds_locked(dav: Dav, db: Database) -> None:
+    """Word locks the document, writes its temp file, moves the document away, moves the temp file
+    back with Overwrite: F (its lock token in the If header) and deletes the moved-away copy: the
+    save is the note's next version, and the name can be locked again."""
+    note, temp, away = f"{dav.g}/word.md", f"{dav.g}/~WRD0001.tmp", f"{dav.g}/~WRL0003.tmp"
+    dav.put(note, "v1")
+    r = dav.req("LOCK", note, data=LOCK, headers={"Timeout": "Second-600", "Depth": "0"})
+    assert r.status_code == 200, r.text
+    token = r.headers["Lock-Token"]
+    tagged = {"If": f"<{dav.url(note)}> ({token})"}
+    assert dav.put(temp, "v2 from Word").status_code == 201
+    r = dav.req("MOVE", note, headers={"Destination": dav.url(away), "Overwrite": "T", **tagged})
+    assert r.status_code in (201, 204), r.text
+    r = dav.req("MOVE", temp, headers={"Destination": dav.url(note), "Overwrite": "F", **tagged})
+    assert r.status_code in (201, 204), r.text
+    assert dav.req("DELETE", away).status_code == 204
+    assert artifact(db, note)["content"] == "v2 from Word" and artifact(db, note)["version"] == 2
+    assert dav.get(note).text == "v2 from Word"
+    r = dav.req("LOCK", note, data=LOCK, headers={"Timeout": "Second-600", "Depth": "0"})
+    assert r.status_code == 200, r.text
+
+
 @pytest.mark.parametrize("embedded", [False, True], ids=["plain", "embedded"])
 def test_a_note_moved_over_a_note_is_its_next_version(dav: Dav, db: Database, embedded: bool) -> None:
     note, tmp = f"{dav.g}/a.md", f"{dav.g}/a-tmp-save.md"
