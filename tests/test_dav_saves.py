@@ -182,6 +182,22 @@ def test_a_note_moved_over_a_note_is_its_next_version(dav: Dav, db: Database, em
         assert artifact(db, note)["version"] == 4
 
 
+def test_a_script_moved_over_a_script_is_its_next_version(dav: Dav, db: Database) -> None:
+    """As for notes: the destination's version goes on (an ETag never names two contents), and
+    the source's end is a 'delete'."""
+    script, other = f"{dav.a}/scripts/fetch.py", f"{dav.a}/scripts/draft.py"
+    for text in ("1", "2", "3"):
+        dav.put(script, f"print({text})\n")
+    before = artifact(db, script)
+    dav.put(other, "print(4)\n")
+    assert dav.move(other, script).status_code == 204
+    after = artifact(db, script)
+    assert after["id"] == before["id"] and after["version"] == 4 and after["content"] == "print(4)\n"
+    assert [(c[0], c[1]) for c in changes(db, script)] == [("create", 1), ("update", 2), ("update", 3), ("update", 4)]
+    assert [c[0] for c in changes(db, other)] == ["create", "delete"]
+    assert artifact(db, other) is None
+
+
 @pytest.mark.parametrize("name", ["tmpab12cd34", "tmp_k3j9x0a", "tmpq8w7e6r5.md", ".___atomic_writeab12cd34",
                                   "sedAb12Cd"])
 def test_program_temporary_names_go_to_scratch(dav: Dav, db: Database, name: str) -> None:

@@ -51,7 +51,11 @@ class Scripts(Family):
 
     def rename(self, conn: Conn, src: Folder, src_name: str, dst: Folder, dst_name: str, actor: Actor, *,
                replace: bool, onto: bool, text: str) -> bool:
-        if src.owner_id != dst.owner_id:
-            return False  # another agent's scripts: a new script there, this one deleted
+        if onto or src.owner_id != dst.owner_id:
+            # Onto a script (an editor's save through a temporary name), as for notes: the
+            # destination's next version, so its version never goes back and an ETag never names
+            # two contents; the source ends with a 'delete'. Another agent's scripts: a new
+            # script there, this one deleted.
+            return False
         scripts.move_script(conn, src.org_id or 0, src.owner_id or 0, src_name, dst_name, actor, replace=replace)
         return True
