@@ -106,3 +106,16 @@ def test_history_pages_through_every_change_with_before_and_next(server, db, boo
     assert r.json()["problems"] == [
         "limit: a whole number from 1 to 1000 in ASCII digits; got '0'",
         "before: a change id (the id of the last change of the previous page) in ASCII digits; got 'x'"]
+
+
+def test_a_change_is_timed_when_it_is_written_not_when_its_transaction_began(db, boot) -> None:
+    """A write that waited (here: half a second into its transaction, as behind another writer's
+    lock) records the time it changed the note, the time the note itself says."""
+    with db.transaction() as conn:
+        conn.execute("SELECT pg_sleep(0.5)")
+        notes.write_note(conn, boot["org_id"], "guild", boot["guild_id"], "waited.md", "x", SYSTEM)
+    with db.connection() as conn:
+        row = conn.execute("""SELECT a.updated_at - c.created_at AS skew FROM artifacts a
+                                JOIN file_changes c ON c.display_path = a.display_path
+                               WHERE a.key = 'waited.md' AND a.deleted_at IS NULL""").fetchone()
+    assert abs(row["skew"].total_seconds()) < 0.1, row
