@@ -119,3 +119,37 @@ def test_a_change_is_timed_when_it_is_written_not_when_its_transaction_began(db,
                                 JOIN file_changes c ON c.display_path = a.display_path
                                WHERE a.key = 'waited.md' AND a.deleted_at IS NULL""").fetchone()
     assert abs(row["skew"].total_seconds()) < 0.1, row
+
+
+def test_deleting_a_guild_ends_the_history_of_every_file_it_took(db, boot) -> None:
+    """The platform deletes a guild (its agents go with it): each note, memory, script and task
+    that went by the cascade gets its 'delete' row, so no history still ends in a 'create'."""
+    from store import memory, scripts, tasks
+
+    org = boot["org_id"]
+    guild = admin.create_guild(db, org_id=org, name="Short-lived")
+    agent = admin.create_agent(db, org_id=org, guild_id=guild["id"], name="Temp")
+    with db.transaction() as conn:
+        paths = [notes.write_note(conn, org, "guild", guild["id"], "plan.md", "p", SYSTEM)["display_path"],
+                 notes.write_note(conn, org, "agent", agent["id"], "mine.md", "m", SYSTEM)["display_path"],
+                 memory.write_memory(conn, org, agent["id"], "remember", SYSTEM, source="test")["display_path"],
+                 scripts.write_script(conn, org, agent["id"], "go.py", "print(1)", SYSTEM)["display_path"],
+                 tasks.write_task(conn, org, agent["id"], "do it", SYSTEM)["display_path"]]
+    with db.transaction() as conn:  # an organisation note stays, and its history with it
+        org_note = notes.write_note(conn, org, "org", None, "stays.md", "s", SYSTEM)["display_path"]
+        conn.execute("DELETE FROM guilds WHERE id = %s", (guild["id"],))
+    with db.connection() as conn:
+        last = {r["display_path"]: r for r in conn.execute(
+            """SELECT DISTINCT ON (display_path) display_path, operation, version, actor_name FROM file_changes
+                WHERE display_path = ANY(%s) ORDER BY display_path, id DESC""", (paths + [org_note],)).fetchall()}
+    assert {p: (r["operation"], r["version"]) for p, r in last.items()} == {
+        **{p: ("delete", 2) for p in paths}, org_note: ("create", 1)}
+    assert {last[p]["actor_name"] for p in paths} == {f"guild {guild['id']} deleted", f"agent {agent['id']} deleted"}
+    # An organisation's deletion takes its guilds, agents and history together, without a row.
+    other = admin.bootstrap(db, org_name="Gone")
+    with db.transaction() as conn:
+        notes.write_note(conn, other["org_id"], "guild", other["guild_id"], "x.md", "x", SYSTEM)
+        conn.execute("DELETE FROM organisations WHERE id = %s", (other["org_id"],))
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM file_changes WHERE org_id = %s",
+                            (other["org_id"],)).fetchone()["n"] == 0
