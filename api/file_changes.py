@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 from flask import Blueprint, jsonify, request
@@ -47,6 +48,11 @@ def history():  # type: ignore[no-untyped-def]
     return jsonify(page)
 
 
+# Every display path begins "org/" and a key holds no "/", so a comma before "org/" is the only one
+# that starts the next path: a note named "a,b.md" is one path, not two.
+_NEXT_PATH = re.compile(r",(?=\s*/?org/)")
+
+
 def _latest(paths: object):  # type: ignore[no-untyped-def]
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p.strip() for p in paths):
         msg = "display_paths: send one or more display paths (a comma-separated list, or a JSON array in a POST)"
@@ -60,7 +66,7 @@ def _latest(paths: object):  # type: ignore[no-untyped-def]
 @requires("user")
 def latest_get():  # type: ignore[no-untyped-def]
     raw = request.args.get("display_paths", "")
-    return _latest([p for p in raw.split(",") if p.strip()])
+    return _latest([p.strip() for p in _NEXT_PATH.split(raw) if p.strip()])
 
 
 @bp.post("/api/file-changes/latest")

@@ -153,3 +153,14 @@ def test_deleting_a_guild_ends_the_history_of_every_file_it_took(db, boot) -> No
     with db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM file_changes WHERE org_id = %s",
                             (other["org_id"],)).fetchone()["n"] == 0
+
+
+def test_latest_reads_a_path_with_a_comma_in_its_name_as_one_path(server, db, boot, operator) -> None:
+    org = boot["org_id"]
+    with db.transaction() as conn:
+        for key in ("a,b.md", "c.md"):
+            notes.write_note(conn, org, "org", None, key, "x", SYSTEM)
+    asked = f"org/{org}/a,b.md,org/{org}/c.md, org/{org}/none.md"
+    got = operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": asked}).json()["latest"]
+    assert sorted(got) == [f"org/{org}/a,b.md", f"org/{org}/c.md", f"org/{org}/none.md"]
+    assert got[f"org/{org}/a,b.md"]["operation"] == "create" and got[f"org/{org}/none.md"] is None
