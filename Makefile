@@ -13,23 +13,29 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# Re-install when the dependencies change. pyfuse3 compiles against libfuse3 (libfuse3-dev,
-# pkg-config); when those are missing the FUSE extra is skipped and only `hostfinder mount` needs it.
+# pyfuse3 compiles against libfuse3 (libfuse3-dev, pkg-config); when those are missing the FUSE
+# extra is skipped and only `hostfinder mount` needs it. Checked on every install, serve and test,
+# so packages installed after the first `make` are picked up then.
+FUSE_EXTRA = if ! pkg-config --exists fuse3 2>/dev/null; then \
+		echo "note: libfuse3-dev/pkg-config not found; 'hostfinder mount' needs: apt-get install fuse3 libfuse3-dev pkg-config"; \
+	elif ! $(PY) -c 'import pyfuse3' 2>/dev/null; then \
+		$(PY) -m pip install --quiet -e '.[test,fuse]'; \
+	fi
+
+# Re-install when the dependencies change.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
-	@if pkg-config --exists fuse3 2>/dev/null; then \
-		$(PY) -m pip install --quiet -e '.[test,fuse]'; \
-	else \
-		echo "note: libfuse3-dev/pkg-config not found; 'hostfinder mount' needs: apt-get install fuse3 libfuse3-dev pkg-config"; \
-	fi
 	@touch $(STAMP)
 
 install: $(STAMP)
+	@$(FUSE_EXTRA)
 
 serve: $(STAMP)
+	@$(FUSE_EXTRA)
 	$(VENV)/bin/hostfinder serve $(ARGS)
 
 test: $(STAMP)
+	@$(FUSE_EXTRA)
 	$(PY) -m pytest $(ARGS)
 
 # Each benchmark prints its figures beside a plain-files or raw-SQL reference run in the same

@@ -145,6 +145,9 @@ def _announce(config: Config, login: dict[str, Any] | None) -> None:
              f"  HTTP API:                                  {base}/api/  (health: {base}/api/health)"]
     if login:
         lines.append(f"  Log in as {login['email']} with password {login['password']}")
+    elif not config.demo:
+        lines.append("  Logins (no demo): hostfinder admin user create --email YOU --password '...', then "
+                     "hostfinder admin member add --org ORG_ID --email YOU (with this --data-dir or --database-url)")
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), flush=True)
 
@@ -273,7 +276,8 @@ def add_admin_commands(objects: argparse._SubParsersAction) -> None:
                        help="only locks on PATH, below it or on a folder above it with depth infinity")
     with _action(lock, "remove", "end the WebDAV locks on a path and below it (an abandoned lock)",
                  lambda db, a: admin.remove_locks(db, path=a.path)) as p:
-        p.add_argument("path", help="a tree path, such as org/1/guilds/2/notes.md")
+        p.add_argument("path", help="a tree path, such as org/1/guilds/2/notes.md (or /dav/org/1/... or its "
+                                    "WebDAV URL)")
 
     run = _object(objects, "run")
     with _action(run, "create", "open a run for an agent (for run-owned provenance)",
@@ -293,7 +297,7 @@ def _bootstrap(db: Database, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
-    runtime = StoreRuntime(config_from(args), pool_size=2)
+    runtime = StoreRuntime(config_from(args), pool_size=2, create=False)
     try:
         db = runtime.open()
         result = args.admin_fn(db, args)
@@ -364,11 +368,12 @@ def cmd_mount(args: argparse.Namespace) -> int:
     try:
         from fuse_mount.command import run_mount
     except ImportError as exc:
-        raise CommandError(f"the FUSE mount is not available ({exc}); install it with "
-                           "`pip install 'hostfinder[fuse]'` after `apt-get install fuse3 libfuse3-dev pkg-config`") from None
+        raise CommandError(f"the FUSE mount is not available ({exc}): install fuse3, libfuse3-dev and "
+                           "pkg-config (apt-get install fuse3 libfuse3-dev pkg-config), then run `make install` "
+                           "in the checkout (or `.venv/bin/pip install -e '.[fuse]'`)") from None
     config = config_from(args)
     # The mount opens the store as serve does, without importing the gateway (issue 12).
-    return run_mount(args, lambda pool_size: StoreRuntime(config, pool_size=pool_size))
+    return run_mount(args, lambda pool_size: StoreRuntime(config, pool_size=pool_size, create=False))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -327,6 +327,10 @@ def _make_preexec(who: _RunAs, die_with_parent: bool) -> Callable[[], None]:
             os.setgid(who.gid)
             os.setuid(who.uid)
         if prctl is not None:
+            # A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group)
+            # reaches the gateway alone, which finishes its requests and then stops this server,
+            # instead of the server shutting down under the requests still being answered.
+            os.setpgrp()
             prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
             if os.getppid() != parent:  # parent died before prctl took effect
                 os._exit(1)
@@ -455,6 +459,11 @@ class EmbeddedPostgres:
             raise PostgresError(f"the PostgreSQL server for {self.data_dir} is not running; call start() first.")
         return self._conninfo
 
+    @property
+    def initialised(self) -> bool:
+        """Whether the data directory holds a cluster already (start() runs initdb when not)."""
+        return (self.pgdata / "PG_VERSION").is_file()
+
     def start(self, timeout: float = 60.0) -> str:
         """initdb on first start, start the server, wait until it accepts connections; return a
         libpq conninfo URL for the unix socket, e.g. 'postgresql://postgres@/postgres?host=<socketdir>'."""
@@ -466,7 +475,7 @@ class EmbeddedPostgres:
         self._prepare_data_dir(who)
         self._stop_leftovers(timeout=max(5.0, deadline - time.monotonic()))
         locale = _pick_locale()
-        if not (self.pgdata / "PG_VERSION").is_file():
+        if not self.initialised:
             self._initdb(who, locale)
         self._check_version()
         self._choose_socket_dir(who)

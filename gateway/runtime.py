@@ -75,9 +75,14 @@ def _parsable(url: str) -> bool:
 
 
 class StoreRuntime:
-    def __init__(self, config: Config, *, migrate: bool = True, pool_size: int | None = None) -> None:
+    def __init__(self, config: Config, *, migrate: bool = True, pool_size: int | None = None,
+                 create: bool = True) -> None:
+        """``create``: make a new embedded store when the data directory holds none (serve,
+        migrate). The admin commands and the mount act on a store that exists: run in the wrong
+        directory they would otherwise create an empty one there and report its emptiness."""
         self.config = config
         self.migrate = migrate
+        self.create = create
         self.pool_size = pool_size or config.pool_size
         self.pg: EmbeddedPostgres | None = None
         self.db: Database | None = None
@@ -113,6 +118,12 @@ class StoreRuntime:
             return self.config.database_url
         self.config.data_dir = usable_data_dir(self.config)
         self.pg = EmbeddedPostgres(self.config.data_dir, bindir=self.config.pg_bindir)
+        if not self.create and not self.pg.initialised:
+            self.pg = None
+            raise StartupError(
+                f"there is no Host Finder store in {self.config.data_dir}: give the data directory the "
+                "gateway uses (--data-dir DIR after the subcommand, or HOSTFINDER_DATA_DIR) or its "
+                "--database-url; `hostfinder serve` or `hostfinder migrate` creates a new store")
         attached = self.pg.attach()
         if attached:
             log.info("using the PostgreSQL already running on %s", self.config.data_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from store import locks, sessions, tasks
 from store.access import SYSTEM, hash_password, new_token
@@ -164,12 +165,22 @@ def remove_member(db: Database, *, org_id: int, email: str) -> dict[str, Any]:
             "tokens_revoked": tokens}
 
 
+def _tree_path(text: str) -> str:
+    """A path as a person pastes it: org/1/x.md, /dav/org/1/x.md, or a WebDAV URL (its name
+    percent-encoded) all name the tree path org/1/x.md, where the locks are kept."""
+    text = text.strip()
+    if "://" in text:
+        text = unquote(urlsplit(text).path)
+    path = text.strip("/")
+    return path[len("dav/"):] if path.startswith("dav/") else "" if path == "dav" else path
+
+
 def list_locks(db: Database, *, under: str = "") -> dict[str, Any]:
     """The WebDAV locks now held on ``under`` (a tree path such as org/1/guilds/2), below it, or
     on a folder above it with depth infinity (every lock for ""): who holds each, where and until
     when (never its token)."""
     with db.connection() as conn:
-        held = locks.under(conn, under.strip("/"))
+        held = locks.under(conn, _tree_path(under))
     return {"locks": [{"path": lease["path"], "holder": lease.get("principal"), "depth": lease.get("depth"),
                        "scope": lease.get("scope"), "until": lease["expires_at"]} for lease in held]}
 
@@ -178,7 +189,7 @@ def remove_locks(db: Database, *, path: str) -> dict[str, Any]:
     """End the WebDAV locks on ``path`` and below it: an abandoned lock (a client that crashed
     while it held one, a cadaver session's infinite lock) otherwise stops the mount and the web
     app from changing the note until it expires. Every gateway learns it at once (sql/060)."""
-    path = path.strip("/")
+    path = _tree_path(path)
     if not path:
         raise Invalid("give the path of a locked file or folder, such as org/1/guilds/2/notes.md; "
                       "see `hostfinder admin lock list`")

@@ -41,11 +41,13 @@ def data_dir() -> Iterator[Path]:
 class Serve:
     """`hostfinder serve` in a subprocess, read line by line until it announces its URLs."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, terminal: bool = False) -> None:
+        """``terminal``: in a process group of its own, as a shell runs a foreground command, so
+        a test can send the group a Ctrl-C."""
         self.port = free_port()
         self.proc = subprocess.Popen([PY, "-m", "gateway", "serve", "--bind", f"127.0.0.1:{self.port}", *args],
                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})}, start_new_session=terminal)
         self.url = f"http://localhost:{self.port}"
 
     def wait_ready(self, timeout: float) -> tuple[float, str]:
@@ -179,6 +181,20 @@ def test_start_up_failures_say_one_sentence_and_exit_1(args, env, says, data_dir
     assert r.stderr.strip().startswith("hostfinder: ")
 
 
+@pytest.mark.parametrize("command", [["admin", "token", "list"], ["mount", "{mountpoint}", "--user", "a@b.c"]],
+                         ids=["admin", "mount"])
+def test_admin_and_mount_on_a_directory_without_a_store_create_none(command: list[str], data_dir: Path,
+                                                                    tmp_path: Path) -> None:
+    """Run from the wrong directory, they say where they looked instead of creating an empty store
+    there and reporting its emptiness ("unknown organisation 1")."""
+    command = [c.format(mountpoint=tmp_path) for c in command]
+    r = hostfinder(*command, "--data-dir", str(data_dir))
+    assert r.returncode == 1, r.stderr
+    assert f"there is no Host Finder store in {data_dir}" in r.stderr and "--data-dir" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (data_dir / "pgdata").exists()
+
+
 def test_a_port_in_use_fails_before_anything_is_created(data_dir: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -242,7 +258,10 @@ def test_admin_commands_print_one_json_object(pg_server: str, template_db: str) 
         held = admin("lock", "list", "--under", f"org/{org['id']}")["locks"]
         assert [(x["path"], x["holder"]) for x in held] == [(note, "bo@example.com")]
         assert "token" not in held[0] and "opaquelocktoken" not in json.dumps(held)
-        assert admin("lock", "remove", note) == {"removed": 1, "path": note}
+        # As a person pastes it from a WebDAV client: the URL, its name percent-encoded.
+        pasted = f"http://localhost:8080/dav/org/{org['id']}/guilds/{guild['id']}/pl%61n.md"
+        assert admin("lock", "list", "--under", f"/dav/org/{org['id']}/")["locks"] == held
+        assert admin("lock", "remove", pasted) == {"removed": 1, "path": note}
         assert admin("lock", "list") == {"locks": []}
 
         r = hostfinder("admin", "member", "add", "--org", str(org["id"]), "--email", "ghost@example.com",
@@ -289,6 +308,22 @@ def test_tls_serves_https_with_the_given_certificate(data_dir: Path) -> None:
             requests.get(f"http://localhost:{s.port}/api/health", timeout=5)
     finally:
         assert s.stop() == 0
+
+
+def test_ctrl_c_stops_the_gateway_before_its_postgresql(data_dir: Path) -> None:
+    """A terminal's Ctrl-C goes to the whole foreground process group: the gateway's PostgreSQL
+    must not take it too and shut down under the workers, which then warned that their login
+    channel was down while stopping cleanly."""
+    serve = Serve("--data-dir", str(data_dir), "--no-demo", "--workers", "2", terminal=True)
+    try:
+        serve.wait_ready(120)
+        os.killpg(serve.proc.pid, signal.SIGINT)
+        assert serve.proc.wait(timeout=30) == 0
+        stderr = serve.proc.stderr.read()
+    finally:
+        serve.stop()
+    assert "WARNING" not in stderr and "ERROR" not in stderr, stderr
+    assert postgres_processes(data_dir) == []
 
 
 def test_an_embedded_postgresql_that_is_killed_is_started_again(data_dir: Path) -> None:
