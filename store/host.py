@@ -343,6 +343,10 @@ class HostTree:
         dfolder, dname = self._parent(dp)
         spath, dpath = "/".join(sp), "/".join(dp)
         with self.db.transaction() as conn:
+            # Both names' rows first: the source's bytes are then read after any save of it that
+            # was committing (moved with the move, not lost under a stale copy), and a move of B
+            # over A waits for one of A over B instead of deadlocking with it.
+            storage.lock_live(conn, [spath, dpath])
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
             if is_move and not _side(sp):
@@ -359,7 +363,7 @@ class HostTree:
                 content = bytes(row["content"])
             else:
                 sfam = family_for(sfolder, sname, for_write=False)
-                node, raw = self._file(conn, sp, with_content=True)
+                node, raw = self._file(conn, sp, with_content=True, cached=False)
                 content = raw or b""
             # Where it goes.
             if _side(dp):
@@ -495,7 +499,10 @@ class HostTree:
                 self._recent[node.path] = (time.monotonic(), node.version, content)
         return node
 
-    def _file(self, conn: Conn, parts: list[str], *, with_content: bool) -> tuple[Node, bytes | None]:
+    def _file(self, conn: Conn, parts: list[str], *, with_content: bool,
+              cached: bool = True) -> tuple[Node, bytes | None]:
+        """The node and bytes at ``parts``; ``cached=False`` reads the row itself (a move reads
+        under its row lock, where the read cache may not have heard of the last save yet)."""
         if not parts:
             return _folder_node("", EPOCH, writable=False, kind="root"), None
         folder, name = self._parent(parts)
@@ -509,7 +516,7 @@ class HostTree:
             family = family_for(folder, name, for_write=False)
         except (NotANote, ReadOnly):
             raise NotFound(f"unknown file /{path}") from None
-        cache = self.cache if family.cacheable else None
+        cache = self.cache if family.cacheable and cached else None
         if cache is not None:
             hit = cache.get(path)
             if hit is not None:

@@ -57,6 +57,15 @@ def locked_version(conn: Conn, path: str) -> int | None:
     return row["version"] if row else None
 
 
+def lock_live(conn: Conn, paths: list[str]) -> None:
+    """Lock the live artifacts at ``paths`` until the transaction ends, all at once and in one
+    order (their ids), before the caller reads any of them: what it reads then includes every
+    write committed before it, and two transactions that each need the other's rows (a move of A
+    over B and one of B over A) queue instead of deadlocking."""
+    conn.execute("SELECT 1 FROM artifacts WHERE display_path = ANY(%s) AND deleted_at IS NULL ORDER BY id FOR UPDATE",
+                 (paths,))
+
+
 def refuse_new_name(conn: Conn, path: str, problem: str | None) -> None:
     """Invalid with ``problem`` (store.paths.new_note_problem, side_name_problem) when there is
     one and no live artifact holds ``path`` yet: such a name may not be given to a new note or
