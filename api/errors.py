@@ -24,6 +24,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.Invalid: 422,
     e.Embedded: 409,
     e.AlreadyExists: 409,
+    e.Contention: 409,
     e.Conflict: 409,
     e.TooLarge: 413,
     e.LimitReached: 422,

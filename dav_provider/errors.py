@@ -25,6 +25,7 @@ STATUS: dict[type[e.StoreError], int] = {
     e.Invalid: 400,
     e.Embedded: 409,
     e.AlreadyExists: 412,
+    e.Contention: 409,
     e.Conflict: 409,
     e.TooLarge: 413,
     e.LimitReached: 507,

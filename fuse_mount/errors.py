@@ -30,6 +30,8 @@ ERRNO: dict[type[e.StoreError], int] = {
     e.NotANote: errno.EPERM,
     e.Invalid: errno.EINVAL,
     e.Conflict: errno.EEXIST,
+    # Undone by PostgreSQL (a deadlock): nothing written, try again.
+    e.Contention: errno.EAGAIN,
     e.AlreadyExists: errno.EEXIST,
     # A live task embeds the note: "Device or resource busy", as for a mounted-on directory.
     e.Embedded: errno.EBUSY,

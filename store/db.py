@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from store.errors import Conflict, Invalid, StoreError, Unavailable
+from store.errors import Conflict, Contention, Invalid, StoreError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,11 @@ def _store_errors() -> Iterator[None]:
         raise translate_integrity_error(exc) from exc
     except (psycopg.DataError, UnicodeEncodeError) as exc:
         raise unstorable(exc) from exc
+    except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+        log.warning("a write was undone by PostgreSQL (%s): %s", type(exc).__name__,
+                    (exc.diag.message_primary or "").strip())
+        raise Contention("the change met another change to the same files at the same moment and was undone; "
+                         "nothing was written: send it again") from exc
 
 
 def unstorable(exc: BaseException) -> Invalid:

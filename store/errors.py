@@ -64,6 +64,12 @@ class Embedded(Conflict):
         self.tasks = list(tasks)
 
 
+class Contention(Conflict):
+    """The write met another change to the same rows at the same moment and PostgreSQL undid it
+    (a deadlock, a serialization failure): nothing was written, and the same request may succeed
+    at once. The store orders its locks so that this should not happen; this is the net."""
+
+
 class TooLarge(StoreError):
     """A body over its size cap."""
 

@@ -68,3 +68,38 @@ def test_connections_give_up_on_a_silent_tcp_peer_unless_the_url_says_otherwise(
         assert {k: options[k.encode()] for k in TCP_LIVENESS} == {k: str(v).encode() for k, v in TCP_LIVENESS.items()}
     finally:
         listener.close()
+
+
+def test_a_deadlock_is_a_store_error_that_says_to_send_again(db: Database) -> None:
+    """Two transactions locking two rows in opposite orders: PostgreSQL undoes one. That one is
+    Contention (409, EAGAIN: nothing written, send again), not a driver exception (a 500)."""
+    import threading
+
+    from store.errors import Contention
+
+    with db.transaction() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS deadlock_probe (id int PRIMARY KEY, n int)")
+        conn.execute("INSERT INTO deadlock_probe VALUES (1, 0), (2, 0) ON CONFLICT DO NOTHING")
+    both = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def bump(first: int, second: int) -> None:
+        try:
+            with db.transaction() as conn:
+                conn.execute("UPDATE deadlock_probe SET n = n + 1 WHERE id = %s", (first,))
+                both.wait()
+                conn.execute("UPDATE deadlock_probe SET n = n + 1 WHERE id = %s", (second,))
+            outcomes.append("written")
+        except Exception as exc:  # noqa: BLE001 - checked below
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=bump, args=pair) for pair in ((1, 2), (2, 1))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert outcomes.count("written") == 1, outcomes
+    undone = next(o for o in outcomes if o != "written")
+    assert isinstance(undone, Contention) and "send it again" in str(undone)
+    with db.connection() as conn:
+        assert [r["n"] for r in conn.execute("SELECT n FROM deadlock_probe ORDER BY id")] == [1, 1]
