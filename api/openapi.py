@@ -157,8 +157,9 @@ OPERATIONS: dict[tuple[str, str], Op] = {
             ("ChangeRecord", "/api/collections/{collection_id}/records/{record_id}", "patch"),
             ("RemoveRecord", "/api/collections/{collection_id}/records/{record_id}", "delete"))),
         extra={200: "the unique column matched a live record and the body was merged into it (merged is its id)",
-               409: "a unique value is held by another record", 413: "the record is over its size cap",
-               422: "record rejected, with every problem, or the collection's record cap"}),
+               409: "a unique value is held by another record", 413: "the request body is over the gateway's size limit",
+               422: "record rejected, with every problem (32 KB of value text included), or the collection's "
+                    "record cap"}),
     ("/api/collections/{collection_id}/records", "delete"): Op(
         "Clear every live record; the table, grants and next_id stay", tags=("records",)),
     ("/api/collections/{collection_id}/records/{record_id}", "get"): Op("One record", tags=("records",)),
@@ -169,7 +170,8 @@ OPERATIONS: dict[tuple[str, str], Op] = {
                   ("the record's version (as GET returns it), such as \"3\": the change is refused "
                    "with 412 if the record changed since")),),
         extra={409: "a unique value is held by another record", 412: "the record changed since the version sent "
-               "in If-Match", 413: "the record is over its size cap", 422: "the patch rejected, with every problem"}),
+               "in If-Match", 413: "the request body is over the gateway's size limit",
+               422: "the patch rejected, with every problem (32 KB of value text included)"}),
     ("/api/collections/{collection_id}/records/{record_id}", "delete"): Op(
         "Soft-delete one record", tags=("records",)),
 

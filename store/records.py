@@ -113,11 +113,12 @@ def _blob_problem(columns: Sequence[Column], content: dict[str, Any]) -> str | N
     return _size_problem(size) if size > MAX_BLOB_BYTES else None
 
 
-def _check_blob(blob: str, name: str) -> None:
+def _check_blob(blob: str) -> None:
+    """The record cap, as one of a rejected body's problems: the same 422 whether it is the only
+    one or one of several (_rejected_with_size), never a 413 in one case and a 422 in the other."""
     size = len(blob.encode("utf-8"))
     if size > MAX_BLOB_BYTES:
-        raise TooLarge(f"record rejected: its values come to {size} bytes of indexed text, over the"
-                       f" {MAX_BLOB_BYTES // 1024} KB a record of {name} may hold; {_SHORTEN}", [_size_problem(size)])
+        raise _rejected([_size_problem(size)])
 
 
 def _rejected_with_size(problems: list[str], columns: Sequence[Column], content: dict[str, Any]) -> Invalid:
@@ -159,7 +160,7 @@ def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -
                            " where the operator may also clear the table) before adding more", [f"records: {count} of {MAX_RECORDS}"])
     content = {k: v for k, v in clean.items() if v is not None}
     blob = search_blob(columns, content)
-    _check_blob(blob, row["name"])
+    _check_blob(blob)
     record_id = row["next_id"]
     inserted = conn.execute(
         f"""INSERT INTO artifacts AS a (org_id, kind, level, collection_id, key, display_path, content_json,
@@ -214,7 +215,7 @@ def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], ex
                    " instead, or choose another value")
             raise Conflict(msg, [msg])
     blob = search_blob(columns, content)
-    _check_blob(blob, coll["name"])
+    _check_blob(blob)
     updated = conn.execute(
         f"""UPDATE artifacts AS a SET content_json = %s, identity = %s, search_blob = %s, version = a.version + 1,
                    updated_at = clock_timestamp(), updated_by = %s
