@@ -6,8 +6,9 @@ Every argument is checked before any SQL runs and every problem is reported at o
 reach SQL only as bound parameters (``content_json -> %s``), never as identifiers, so nothing a
 model sends is ever spliced into a statement. Each where term matches by its column's type, as the
 specification's table says; similar spelling (pg_trgm word_similarity >= 0.5) is scoped to one text
-or open array column and only for terms without a digit, because against a whole record, or with
-dates, hashes and versions, close neighbours are too many to mean anything.
+or open array column and only matches for terms without a digit, because against a whole record, or
+with dates, hashes and versions, close neighbours are too many to mean anything. Every text or open
+array term's similarity adds to record_search's rank, digit or not.
 """
 from __future__ import annotations
 
@@ -96,7 +97,9 @@ def parse_where(columns: Sequence[Column], where: object, problems: list[str]) -
     by_name = {c.name: c for c in columns}
     for name, term in where.items():
         if name == "id":
-            if is_number(term) and isinstance(term, int) and term >= 1:
+            if term is None:  # null matches a missing or null value, and a record always has its id
+                out.conditions.append(Fragment("false", []))
+            elif is_number(term) and isinstance(term, int) and term >= 1:
                 out.conditions.append(Fragment("a.key = %s", [str(term)]))
             else:
                 problems.append(f'where "id": expected a record id (a whole number from 1); got {shown(term)}')
@@ -141,8 +144,9 @@ def _column_term(column: Column, term: object, out: Filters) -> str | None:
                 sql = f"({sql} OR word_similarity(%s, a.content_json ->> %s) >= {SIMILARITY_FLOOR})"
                 params += [term, name]
             out.conditions.append(Fragment(sql, params))
-            if fuzzy:
-                out.rank.append(Fragment("coalesce(word_similarity(%s, a.content_json ->> %s), 0)", [term, name]))
+            # Ranked by similarity whether or not the term has a digit: the digit rule keeps
+            # neighbours out of the matches, and among the matches the closer value comes first.
+            out.rank.append(Fragment("coalesce(word_similarity(%s, a.content_json ->> %s), 0)", [term, name]))
         else:
             match = "item.v ILIKE %s"
             params = [name, name, _contains(term)]
@@ -150,8 +154,7 @@ def _column_term(column: Column, term: object, out: Filters) -> str | None:
                 match += f" OR word_similarity(%s, item.v) >= {SIMILARITY_FLOOR}"
                 params.append(term)
             out.conditions.append(Fragment(f"EXISTS (SELECT 1 FROM {_ITEMS} WHERE {match})", params))
-            if fuzzy:
-                out.rank.append(Fragment(
+            out.rank.append(Fragment(
                     f"coalesce((SELECT max(word_similarity(%s, item.v)) FROM {_ITEMS}), 0)", [term, name, name]))
         return None
     if kind == "boolean":

@@ -92,6 +92,7 @@ def test_boolean_id_arrays_and_null(server, service, boot, people) -> None:
     assert where(server, service, boot, vip=None) == ["Carol", "Dan"]  # null matches missing
     assert where(server, service, boot, met_at=None, age=34) == ["Carol"]
     assert where(server, service, boot, tags=None) == ["Dan"]  # [] is a value, not missing
+    assert where(server, service, boot, id=None) == []  # every record has its id
 
 
 def test_where_limits_and_unknown_columns(server, service, boot, people) -> None:
@@ -196,6 +197,17 @@ def test_search_matches_words_in_values_not_keys_with_the_websearch_grammar(serv
     assert hits("3")[0] == "Carol"  # and ranks above the substring hits (34, 2023...)
     empty = ok(search(server, service, boot, collection="people", query="zeppelin"))
     assert empty["records"] == [] and "not fuzzy" in empty["hint"]
+
+
+def test_a_where_term_with_a_digit_still_ranks_the_closer_value_first(server, service, boot, people) -> None:
+    """Similar spelling stays out of a digit term's matches, not out of the ranking: among the
+    records it matches (by substring), the one whose value is the term ranks first."""
+    for body in ({"name": "x9 zebra"}, {"name": "qqqx9qqqqqq zebra"}):  # the closer one older
+        ok(call_tool(server, service, boot["agent_id"], "record_add", collection="people", body=body))
+    out = ok(search(server, service, boot, collection="people", query="zebra", where={"name": "x9"}))
+    assert [r["name"] for r in out["records"]] == ["x9 zebra", "qqqx9qqqqqq zebra"]
+    assert [r["name"] for r in ok(search(server, service, boot, collection="people", query="zebra",
+                                         where={"name": "x9 zebra"}))["records"]][0] == "x9 zebra"
 
 
 def test_search_without_collection_covers_every_readable_collection(server, db, boot, service, people) -> None:
