@@ -205,6 +205,13 @@ def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], ex
             content.pop(name, None)
         else:
             content[name] = value
+    warnings = record_problems(columns, content, skip=set(clean))
+    if content == (existing["content_json"] or {}):
+        # A patch that changes nothing writes nothing: no new version, no provenance row, no
+        # event (as a collection's PATCH and a grant that change nothing; the web form does not
+        # send one at all). Records are not files of the mount, whose own writes count events.
+        return WriteResult(as_record(existing, coll["name"], columns, display_path=True),
+                           merged=int(existing["key"]) if merged else None, warnings=warnings)
     unique = unique_column(columns)
     identity = identity_of(unique, content.get(unique.name)) if unique else None
     if identity is not None and identity != existing["identity"]:
@@ -227,7 +234,6 @@ def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], ex
                   version=updated["version"], actor=actor,
                   event_paths=[updated["display_path"]] + ([collection_path(coll["org_id"], coll["name"])]
                                                            if merged else []))
-    warnings = record_problems(columns, content, skip=set(clean))
     return WriteResult(as_record(updated, coll["name"], columns, display_path=True),
                        merged=int(existing["key"]) if merged else None, warnings=warnings)
 

@@ -137,3 +137,17 @@ def test_a_write_sent_from_another_sites_page_is_refused(server, operator, boot)
     assert r.status_code == 201, r.text
     # Reads stay open to any page the browser shows (they change nothing).
     assert requests.get(records, auth=auth, headers={"Origin": "http://evil.example"}, timeout=10).status_code == 200
+
+
+def test_a_record_patch_that_changes_nothing_writes_nothing(server, operator, db) -> None:
+    """The same values sent again (a client retrying its PATCH, an agent its record_update) keep
+    the record's version and history; the answer is the record, as for a change."""
+    made = create(operator, server.url, "leads")
+    records = f"{server.url}/api/collections/{made['id']}/records"
+    rid = operator.post(records, json={"body": {"title": "one"}}).json()["record"]["id"]
+    path = f"{made['display_path']}/{rid}"
+    r = operator.patch(f"{records}/{rid}", json={"body": {"title": "one"}})
+    assert r.status_code == 200 and r.json()["record"]["version"] == 1 and r.headers["ETag"] == '"1"', r.text
+    assert changes(db, path) == ["create"]
+    r = operator.patch(f"{records}/{rid}", json={"body": {"title": "two"}})
+    assert r.json()["record"]["version"] == 2 and changes(db, path) == ["create", "update"]
