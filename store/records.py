@@ -254,9 +254,12 @@ def record_remove(conn: Conn, collection: Collection, record_id: object, actor: 
 def clear_records(conn: Conn, collection: Collection, actor: Actor) -> int:
     """Soft-delete every live record at once; the table, its grants and next_id stay, so ids are
     still never reused. Each record gets its own 'delete' row (in the same statement), so its
-    history ends where it ended; the table gets one 'clear' row and event. Returns how many."""
+    history ends where it ended; the table gets one 'clear' row and event. Returns how many; a
+    table with no live record is left as it is, with no row and no event."""
     row, _ = _lock(conn, collection)
     cleared = remove_all(conn, row["id"], actor)
+    if cleared == 0:
+        return 0
     record_change(conn, org_id=row["org_id"], display_path=collection_path(row["org_id"], row["name"]),
                   operation="clear", version=None, actor=actor)
     return cleared

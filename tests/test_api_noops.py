@@ -151,3 +151,12 @@ def test_a_record_patch_that_changes_nothing_writes_nothing(server, operator, db
     assert changes(db, path) == ["create"]
     r = operator.patch(f"{records}/{rid}", json={"body": {"title": "two"}})
     assert r.json()["record"]["version"] == 2 and changes(db, path) == ["create", "update"]
+
+
+def test_clearing_a_table_that_has_no_records_writes_nothing(server, operator, db) -> None:
+    made = create(operator, server.url, "leads")
+    records = f"{server.url}/api/collections/{made['id']}/records"
+    operator.post(records, json={"body": {"title": "one"}})
+    for _ in range(2):
+        assert operator.delete(records).status_code in (200, 204)
+    assert changes(db, made["display_path"]) == ["create", "clear"]
