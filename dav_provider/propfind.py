@@ -73,6 +73,25 @@ def answer(provider: HostDAVProvider, environ: dict[str, Any],
     return [data]
 
 
+_NAME_REQUEST = b'<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:name/></D:propfind>'
+
+
+def propname_for_wsgidav(environ: dict[str, Any]) -> None:
+    """A <D:propname/> PROPFIND, as WsgiDAV 4.4 reads it: it looks for <D:name/> (request_server.
+    do_PROPFIND), so a propname request otherwise got responses with no properties and no status
+    (RFC 4918 9.1.4 and 14.24). Hand it the element it reads; its answer is then the names."""
+    body = _read_body(environ)
+    if not body or b"propname" not in body:
+        return
+    try:
+        root = xml_tools.string_to_xml(body)
+    except Exception:  # WsgiDAV answers a malformed body with its own 400
+        return
+    if root is not None and root.tag == "{DAV:}propfind" and [c.tag for c in root] == ["{DAV:}propname"]:
+        environ["wsgi.input"] = io.BytesIO(_NAME_REQUEST)
+        environ["CONTENT_LENGTH"] = str(len(_NAME_REQUEST))
+
+
 def _read_body(environ: dict[str, Any]) -> bytes | None:
     """The request body, put back for WsgiDAV should it answer after all; None when too large
     or of unknown length (WsgiDAV's path handles those)."""

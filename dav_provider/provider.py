@@ -128,6 +128,7 @@ class HostDAVProvider(DAVProvider):
             fast = propfind.answer(self, environ, start_response)  # a folder's listing, or None
             if fast is not None:
                 return fast
+            propfind.propname_for_wsgidav(environ)
         if method == "GET" and "html" in parse_qs(environ.get("QUERY_STRING", "")).get("view", []):
             return self._html_view(environ, start_response, default_handler)
         if method in ("COPY", "MOVE", "PUT"):
