@@ -31,11 +31,17 @@ class CommandError(Exception):
 # ---------------------------------------------------------------------------------------------
 # Options shared by every command that opens the store
 
+def _directory(text: str) -> Path:
+    if not text.strip():  # Path("") is the current directory
+        raise argparse.ArgumentTypeError("give the path of a directory (an empty one, or one Host Finder made)")
+    return Path(text)
+
+
 def add_store_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store")
     g.add_argument("--database-url", metavar="URL",
                    help="use this PostgreSQL instead of the embedded one (env HOSTFINDER_DATABASE_URL)")
-    g.add_argument("--data-dir", metavar="DIR", type=Path,
+    g.add_argument("--data-dir", metavar="DIR", type=_directory,
                    help=f"the embedded PostgreSQL's data directory (env HOSTFINDER_DATA_DIR; default ./{DEFAULT_DATA_DIR})")
     g.add_argument("--pg-bindir", metavar="DIR",
                    help="PostgreSQL server binaries for the embedded server (env HOSTFINDER_PG_BINDIR)")
@@ -57,10 +63,14 @@ def config_from(args: argparse.Namespace) -> Config:
 # ---------------------------------------------------------------------------------------------
 # serve
 
+MAX_THREADS = 256
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.demo import ensure_demo
-    from gateway.server import Gateway, make_server
-    from gateway.workers import default_workers, serve_workers
+    from gateway.server import Gateway, cannot_listen, make_server
+    from gateway.workers import (MAX_CONNECTIONS, MAX_WORKERS, MIN_POOL, OWN_CONNECTIONS, default_workers,
+                                 serve_workers)
 
     config = config_from(args)
     try:
@@ -75,25 +85,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if f and not Path(f).is_file():
             raise CommandError(f"cannot read {f}: give the path of a PEM file")
     workers = default_workers() if args.workers is None else args.workers
-    if workers < 1:
-        raise CommandError(f"--workers {workers}: give a number of processes of 1 or more")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise CommandError(f"--workers {workers}: give a number of processes from 1 to {MAX_WORKERS} (each "
+                           f"holds at least {MIN_POOL + OWN_CONNECTIONS} of the {MAX_CONNECTIONS} database "
+                           "connections the gateway uses)")
+    if not 1 <= config.threads <= MAX_THREADS:
+        raise CommandError(f"--threads {config.threads}: give a number of threads per worker from 1 to {MAX_THREADS}")
     if workers > 1:  # processes sharing one socket and one PostgreSQL (gateway/workers.py)
         return serve_workers(config, workers, announce=_announce, ensure_demo=ensure_demo)
 
     # Bind first: a port in use should fail before anything is started or created.
-    server = make_server(_starting, config.host, config.port, threads=config.threads,
-                         tls_cert=config.tls_cert and str(config.tls_cert),
-                         tls_key=config.tls_key and str(config.tls_key))
+    try:  # a certificate or key that does not load fails here (ssl.SSLError)
+        server = make_server(_starting, config.host, config.port, threads=config.threads,
+                             tls_cert=config.tls_cert and str(config.tls_cert),
+                             tls_key=config.tls_key and str(config.tls_key))
+    except Exception as exc:
+        raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}; check --tls-cert "
+                           "and --tls-key (PEM files of one certificate and its key)") from None
     try:
         server.prepare()
     except OSError as exc:
-        raise CommandError(f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
-                           "the port may be in use: choose another with --bind HOST:PORT") from None
+        raise CommandError(cannot_listen(config.host, config.port, exc)) from None
     except Exception as exc:  # cheroot wraps TLS loading errors in several types
         raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
 
     _stop_on_sigterm()  # during start-up, Ctrl-C or SIGTERM interrupts at once
-    runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4))
+    runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4), share=False)
     serving: threading.Thread | None = None
     try:
         db = runtime.open()
@@ -160,7 +177,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         runtime.open()
         from store import migrations
-        applied = migrations.migrate(runtime.conninfo)
+        try:
+            applied = migrations.migrate(runtime.conninfo)
+        except migrations.MigrationError as exc:
+            raise CommandError(str(exc)) from None
         print(json.dumps({"applied": applied, "schema_version": migrations.latest_version()}))
     finally:
         runtime.close()

@@ -62,6 +62,9 @@ _PR_SET_PDEATHSIG = 1
 _PGDATA = "pgdata"
 _INITDB_TMP = ".pgdata-initdb"
 _LOG_NAME = "postgres.log"
+# What Host Finder keeps in its data directory (the cluster, its log, initdb's scratch, the unix
+# socket and its lock file, the demo's login): a directory holding anything else is someone's own.
+_OURS = (_PGDATA, _INITDB_TMP, _LOG_NAME, "demo-login.txt", ".s.PGSQL.")
 _LOG_TAIL_LINES = 15
 
 
@@ -548,6 +551,14 @@ class EmbeddedPostgres:
     def _prepare_data_dir(self, who: _RunAs) -> None:
         """Create data_dir (mode 0700, owned by the server user) or explain in one sentence why not."""
         created: list[Path] = []
+        foreign = self._foreign_entries()
+        if foreign:
+            # As root the directory is handed to the server user with mode 0700: done to a home
+            # folder or /srv, that locks its owner (and ssh) out.
+            raise PostgresError(
+                f"{self.data_dir} already holds files that are not Host Finder's ({', '.join(foreign)}); "
+                "the embedded PostgreSQL needs a directory of its own, which it makes private: give a "
+                "new or empty --data-dir")
         try:
             for d in [*reversed(self.data_dir.parents), self.data_dir]:
                 if d.is_dir():
@@ -597,6 +608,16 @@ class EmbeddedPostgres:
             for root, dirs, files in os.walk(self.pgdata):
                 for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
                     os.lchown(name, who.uid, who.gid)
+
+    def _foreign_entries(self) -> list[str]:
+        """Up to three names in an existing data directory that Host Finder did not put there."""
+        try:
+            names = sorted(os.listdir(self.data_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError:
+            return []  # unreadable: the checks below say so in their own words
+        return [n for n in names if not n.startswith(_OURS)][:3]
 
     @staticmethod
     def _remove_created(created: list[Path]) -> None:
@@ -692,7 +713,7 @@ class EmbeddedPostgres:
         if binaries is not None and binaries != cluster:
             raise PostgresError(
                 f"the cluster in {self.pgdata} was created by PostgreSQL {cluster} but the binaries in "
-                f"{self.bindir} are PostgreSQL {binaries}; point bindir/$HOSTFINDER_PG_BINDIR at PostgreSQL {cluster} "
+                f"{self.bindir} are PostgreSQL {binaries}; point --pg-bindir (or HOSTFINDER_PG_BINDIR) at PostgreSQL {cluster} "
                 f"binaries or choose a new --data-dir."
             )
 

@@ -76,13 +76,17 @@ def _parsable(url: str) -> bool:
 
 class StoreRuntime:
     def __init__(self, config: Config, *, migrate: bool = True, pool_size: int | None = None,
-                 create: bool = True) -> None:
+                 create: bool = True, share: bool = True) -> None:
         """``create``: make a new embedded store when the data directory holds none (serve,
         migrate). The admin commands and the mount act on a store that exists: run in the wrong
-        directory they would otherwise create an empty one there and report its emptiness."""
+        directory they would otherwise create an empty one there and report its emptiness.
+        ``share``: use the embedded PostgreSQL another process already runs on the data directory
+        (admin commands, the mount). A gateway does not: it would depend on the other one, and
+        answer 503 for good once that one stopped its PostgreSQL."""
         self.config = config
         self.migrate = migrate
         self.create = create
+        self.share = share
         self.pool_size = pool_size or config.pool_size
         self.pg: EmbeddedPostgres | None = None
         self.db: Database | None = None
@@ -97,7 +101,7 @@ class StoreRuntime:
                 migrations.migrate(self.conninfo)
             self.db = Database(self.conninfo, min_size=1, max_size=self.pool_size).open()
             return self.db
-        except PostgresError as exc:
+        except (PostgresError, migrations.MigrationError) as exc:
             self.close()
             raise StartupError(str(exc)) from None
         except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
@@ -125,6 +129,12 @@ class StoreRuntime:
                 "gateway uses (--data-dir DIR after the subcommand, or HOSTFINDER_DATA_DIR) or its "
                 "--database-url; `hostfinder serve` or `hostfinder migrate` creates a new store")
         attached = self.pg.attach()
+        if attached and not self.share:
+            self.pg = None
+            raise StartupError(
+                f"another Host Finder process already runs the PostgreSQL of {self.config.data_dir} (a gateway "
+                "started there, or an admin command just now): stop that gateway first, or give this one "
+                "another --data-dir; gateways that share one store each take the same --database-url")
         if attached:
             log.info("using the PostgreSQL already running on %s", self.config.data_dir)
             self.pg = None  # not ours to stop

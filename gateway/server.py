@@ -8,6 +8,8 @@ traceback. Before any application runs, the guard of gateway/limits.py bounds wh
 make us read."""
 from __future__ import annotations
 
+import errno
+
 import json
 import logging
 import time
@@ -209,6 +211,17 @@ def _plain(start_response: Callable[..., Any], status: str, sentence: str,
     start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
                             *(headers or [])])
     return [body]
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """One sentence for a bind that failed: the port taken, or an address this machine lacks.
+    (cheroot wraps the OSError in its own message, so the errno is looked for in the text too.)"""
+    text = f"{exc.strerror or exc}"
+    if exc.errno == errno.EADDRINUSE or "Errno 98" in text or "in use" in text:
+        return (f"cannot listen on {host}:{port}: the port is in use (another server, or a gateway "
+                "still running); choose another with --bind HOST:PORT")
+    return (f"cannot listen on {host}:{port} ({text}); check the address in --bind HOST:PORT (0.0.0.0 "
+            "for every interface, 127.0.0.1 for this machine only)")
 
 
 def make_server(app: WSGIApp, host: str, port: int, *, threads: int = 16,

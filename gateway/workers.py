@@ -34,23 +34,26 @@ MAX_CONNECTIONS = 90      # the embedded PostgreSQL allows 100; leave room for a
 # Connections each worker holds outside its pool: the login watch's LISTEN (store/login_watch.py)
 # and the search indexer's (store/search_index.py).
 OWN_CONNECTIONS = 2
+MIN_POOL = 4
+MAX_WORKERS = MAX_CONNECTIONS // (MIN_POOL + OWN_CONNECTIONS)
 STOP_TIMEOUT = 20.0       # seconds a worker gets to finish its requests on SIGTERM
 RESPAWN_INTERVAL = 1.0    # at most one replacement per second, so a crash loop does not spin
 
 
 def default_workers() -> int:
-    """The number of cores this process may run on."""
+    """The number of cores this process may run on, up to MAX_WORKERS."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
 
 
 def pool_size(config: Config, workers: int) -> int:
     """Connections per worker: one per thread and a few spare, within what PostgreSQL allows
     once every worker's own connections are counted."""
     wanted = max(config.pool_size, config.threads + 4)
-    return max(4, min(wanted, MAX_CONNECTIONS // workers - OWN_CONNECTIONS))
+    return max(MIN_POOL, min(wanted, MAX_CONNECTIONS // workers - OWN_CONNECTIONS))
 
 
 def listen(server: Any, backlog: int = 64) -> socket.socket:
@@ -107,7 +110,7 @@ def adopt(server: Any, sock: socket.socket) -> None:
 def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, dict | None], None],
                   ensure_demo: Callable[[Any, Config], dict | None]) -> int:
     """Run the gateway in ``workers`` processes until SIGTERM or SIGINT; 0 on a clean stop."""
-    from gateway.server import make_server
+    from gateway.server import cannot_listen, make_server
 
     try:  # the TLS files load here, once, so a bad certificate is one sentence at start-up
         binder = make_server(_unused, config.host, config.port, tls_cert=config.tls_cert and str(config.tls_cert),
@@ -117,10 +120,9 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
     try:
         socks = listen_each(binder, workers)
     except OSError as exc:
-        raise StartupError(f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
-                           "the port may be in use: choose another with --bind HOST:PORT") from None
+        raise StartupError(cannot_listen(config.host, config.port, exc)) from None
     children: dict[int, int] = {}  # pid -> worker number
-    runtime = StoreRuntime(config, pool_size=2)
+    runtime = StoreRuntime(config, pool_size=2, share=False)
     try:
         db = runtime.open()
         login = ensure_demo(db, config) if config.demo else None

@@ -20,12 +20,14 @@ on_constraint("memberships_pkey", lambda d: Conflict("that user is already a mem
 
 
 def create_org(db: Database, *, name: str) -> dict[str, Any]:
+    name = _name(name, "organisation")
     with db.transaction() as conn:
         return conn.execute("INSERT INTO organisations (name) VALUES (%s) RETURNING id, name, created_at",
                             (name,)).fetchone()
 
 
 def create_guild(db: Database, *, org_id: int, name: str) -> dict[str, Any]:
+    name = _name(name, "guild")
     with db.transaction() as conn:
         _require(conn, "organisations", org_id, "organisation")
         return conn.execute("INSERT INTO guilds (org_id, name) VALUES (%s, %s) RETURNING id, org_id, name",
@@ -34,6 +36,7 @@ def create_guild(db: Database, *, org_id: int, name: str) -> dict[str, Any]:
 
 def create_agent(db: Database, *, org_id: int, guild_id: int, name: str, task: str = "",
                  **grants: bool | None) -> dict[str, Any]:
+    name = _name(name, "agent")
     flags = {k: v for k, v in grants.items() if v is not None}
     _check_flags(flags)
     with db.transaction() as conn:
@@ -57,7 +60,7 @@ def set_agent(db: Database, agent_id: int, *, name: str | None = None, **grants:
     flags = {k: v for k, v in grants.items() if v is not None}
     _check_flags(flags)
     if name is not None:
-        flags["name"] = name
+        flags["name"] = _name(name, "agent")
     with db.transaction() as conn:
         _require(conn, "agents", agent_id, "agent")
         if flags:
@@ -68,8 +71,7 @@ def set_agent(db: Database, agent_id: int, *, name: str | None = None, **grants:
 
 
 def create_user(db: Database, *, email: str, password: str, name: str = "") -> dict[str, Any]:
-    if "@" not in email[1:]:
-        raise Invalid(f"{email!r} is not an email address", ["email: expected an address such as ada@example.com"])
+    _check_email(email)
     _check_password(password)
     with db.transaction() as conn:
         return conn.execute("INSERT INTO users (email, name, password_hash) VALUES (%s, %s, %s)"
@@ -252,8 +254,12 @@ def bootstrap(db: Database, *, org_name: str = "Bootstrap", email: str | None = 
               password: str | None = None) -> dict[str, Any]:
     """An organisation with a guild, an agent (default note grants), a member with a password, a
     member token and a service token: what tests and scripts start from."""
-    email = email or f"operator-{secrets.token_hex(4)}@example.com"
-    password = password or secrets.token_urlsafe(12)
+    # None: generate one; an empty string given on purpose is refused by create_user as any other.
+    email = f"operator-{secrets.token_hex(4)}@example.com" if email is None else email
+    password = secrets.token_urlsafe(12) if password is None else password
+    org_name = _name(org_name, "organisation")
+    _check_email(email)  # before anything is created: a refusal leaves no half-made organisation
+    _check_password(password)
     org = create_org(db, name=org_name)
     guild = create_guild(db, org_id=org["id"], name="Research")
     agent = create_agent(db, org_id=org["id"], guild_id=guild["id"], name="Scout")
@@ -270,6 +276,21 @@ def _require(conn: Conn, table: str, row_id: int, what: str) -> None:
     # table names come from this module only
     if conn.execute(f"SELECT 1 FROM {table} WHERE id = %s", (row_id,)).fetchone() is None:
         raise NotFound(f"unknown {what} {row_id}")
+
+
+def _name(name: str, what: str) -> str:
+    """A name as a person gives it, trimmed: 1 to 200 characters (the tables' CHECK), refused with
+    a sentence rather than PostgreSQL's constraint text."""
+    name = name.strip()
+    if not 1 <= len(name) <= 200:
+        msg = f"give the {what} a name of 1 to 200 characters; got {len(name)}"
+        raise Invalid(msg, [msg])
+    return name
+
+
+def _check_email(email: str) -> None:
+    if "@" not in email[1:]:
+        raise Invalid(f"{email!r} is not an email address", ["email: expected an address such as ada@example.com"])
 
 
 def _check_password(password: str) -> None:

@@ -59,6 +59,14 @@ def missing(conn: psycopg.Connection) -> list[int]:
     return [n for n, _, _ in available() if n not in done]
 
 
+class MigrationError(Exception):
+    """A migration the database refused: one sentence naming it and what to do."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def migrate(conninfo: str) -> list[str]:
     """Bring the database at ``conninfo`` up to date; return the names of the files applied."""
     applied: list[str] = []
@@ -73,10 +81,24 @@ def migrate(conninfo: str) -> list[str]:
             for number, name, sql in available():
                 if number in done:
                     continue
-                with conn.transaction():
-                    conn.execute(sql)
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                                 (number, name))
+                try:
+                    with conn.transaction():
+                        conn.execute(sql)
+                        conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                                     (number, name))
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise MigrationError(
+                        f"migration {name} needs a privilege the database user lacks "
+                        f"({_first_line(exc)}); connect as the database's owner, or have it run "
+                        "`hostfinder migrate` once (pg_trgm needs CREATE on the database, or the extension "
+                        "created beforehand)") from None
+                except psycopg.DatabaseError as exc:
+                    if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
+                        raise  # the connection itself: told as such by the caller
+                    raise MigrationError(
+                        f"migration {name} failed and was rolled back ({_first_line(exc)}); nothing of it "
+                        "was applied. The database may hold tables of another program or an older "
+                        "Host Finder changed by hand; use an empty database") from None
                 log.info("applied migration %s", name)
                 applied.append(name)
         finally:

@@ -124,6 +124,12 @@ def test_first_run_creates_the_store_and_a_demo_and_restarts_fast(data_dir: Path
     second = Serve("--data-dir", str(data_dir))
     try:
         took, out = second.wait_ready(timeout=5)
+        # A third gateway on the same directory would depend on this one's PostgreSQL (and answer
+        # 503 for good once it stopped): refused, in one sentence.
+        third = hostfinder("serve", "--bind", f"127.0.0.1:{free_port()}", "--data-dir", str(data_dir))
+        assert third.returncode == 1 and "another Host Finder process already runs the PostgreSQL" in third.stderr
+        assert "Traceback" not in third.stderr
+        assert requests.get(f"{second.url}/api/health", timeout=5).status_code == 200
         # The demo is not created twice, and its login is still shown.
         assert f"Log in as {email} with password {password}" in out
     finally:
@@ -170,6 +176,8 @@ def test_database_url_uses_an_existing_server(pg_server: str, template_db: str, 
     ([], {"HOSTFINDER_PG_BINDIR": "/nonexistent/bin"}, "/nonexistent/bin"),
     (["--bind", "127.0.0.1:http"], {}, "is not HOST:PORT"),
     (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"], {}, "cannot read /nonexistent.pem"),
+    (["--workers", "1", "--tls-cert", "/etc/passwd", "--tls-key", "/etc/passwd"], {}, "cannot start the server on"),
+    (["--workers", "2", "--tls-cert", "/etc/passwd", "--tls-key", "/etc/passwd"], {}, "cannot start the server on"),
 ])
 def test_start_up_failures_say_one_sentence_and_exit_1(args, env, says, data_dir: Path) -> None:
     if "--data-dir" not in args:
@@ -195,16 +203,45 @@ def test_admin_and_mount_on_a_directory_without_a_store_create_none(command: lis
     assert not (data_dir / "pgdata").exists()
 
 
-def test_a_port_in_use_fails_before_anything_is_created(data_dir: Path) -> None:
+def test_a_directory_that_holds_someone_elses_files_is_not_taken_over(data_dir: Path) -> None:
+    """As root the data directory is handed to the server user with mode 0700: a home folder given
+    as --data-dir (or "", the current directory) would lock its owner out."""
+    data_dir.mkdir(mode=0o755)
+    (data_dir / ".ssh").mkdir()
+    (data_dir / "notes.txt").write_text("mine")
+    before = data_dir.stat()
+    for given in (str(data_dir), ""):
+        r = hostfinder("serve", "--bind", f"127.0.0.1:{free_port()}", "--workers", "1", "--data-dir", given)
+        assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert "already holds files that are not Host Finder's (.ssh, notes.txt)" in hostfinder(
+        "migrate", "--data-dir", str(data_dir)).stderr
+    after = data_dir.stat()
+    assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid)
+    assert sorted(p.name for p in data_dir.iterdir()) == [".ssh", "notes.txt"]
+
+
+@pytest.mark.parametrize("args, says", [(["--workers", "0"], "--workers 0: give a number of processes from 1 to 15"),
+                                        (["--workers", "500"], "--workers 500: give a number of processes from 1 to 15"),
+                                        (["--threads", "-3"], "--threads -3: give a number of threads per worker")])
+def test_numbers_out_of_range_are_one_sentence(args: list[str], says: str, data_dir: Path) -> None:
+    r = hostfinder("serve", "--bind", f"127.0.0.1:{free_port()}", *args, "--data-dir", str(data_dir))
+    assert r.returncode == 1 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not data_dir.exists()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_fails_before_anything_is_created(data_dir: Path, workers: str) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = hostfinder("serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(data_dir))
+        r = hostfinder("serve", "--bind", f"127.0.0.1:{port}", "--workers", workers, "--data-dir", str(data_dir))
     assert r.returncode == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--bind" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in r.stderr and "--bind" in r.stderr
+    assert "No socket could be created" not in r.stderr and "Traceback" not in r.stderr
     assert not data_dir.exists()
+    r = hostfinder("serve", "--bind", "203.0.113.9:18080", "--workers", workers, "--data-dir", str(data_dir))
+    assert r.returncode == 1 and "check the address in --bind" in r.stderr and "in use" not in r.stderr, r.stderr
 
 
 def test_a_failed_first_initdb_leaves_nothing_that_blocks_the_next_try(data_dir: Path) -> None:
@@ -264,6 +301,20 @@ def test_admin_commands_print_one_json_object(pg_server: str, template_db: str) 
         assert admin("lock", "remove", pasted) == {"removed": 1, "path": note}
         assert admin("lock", "list") == {"locks": []}
 
+        # Names and logins a person can get wrong: one sentence each, nothing half made.
+        def orgs() -> int:
+            with psycopg.connect(url) as conn:
+                return conn.execute("SELECT count(*) FROM organisations").fetchone()[0]
+        before = orgs()
+        for args, says in ((["org", "create", "--name", ""], "give the organisation a name of 1 to 200 characters"),
+                           (["guild", "create", "--org", str(org["id"]), "--name", "   "],
+                            "give the guild a name of 1 to 200 characters"),
+                           (["agent", "create", "--org", str(org["id"]), "--guild", str(guild["id"]),
+                             "--name", "x" * 201], "give the agent a name of 1 to 200 characters; got 201"),
+                           (["bootstrap", "--email", "", "--password", ""], "'' is not an email address")):
+            r = hostfinder("admin", *args, "--database-url", url)
+            assert r.returncode == 1 and says in r.stderr and "constraint" not in r.stderr, (args, r.stderr)
+        assert orgs() == before
         r = hostfinder("admin", "member", "add", "--org", str(org["id"]), "--email", "ghost@example.com",
                        "--database-url", url)
         assert r.returncode == 1 and "no user has the email ghost@example.com" in r.stderr

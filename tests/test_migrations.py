@@ -102,3 +102,42 @@ def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> Non
         assert search_index.index_pending(conn) == 1
         assert conn.execute("SELECT note_search_pending AS p FROM artifacts").fetchone()["p"] is False
         assert [r["key"] for r in conn.execute(find, ("rocket plan",)).fetchall()] == ["launch-plan.md"]
+
+
+def test_a_migration_the_database_refuses_is_named_in_one_sentence(pg_server: str, empty_db: str) -> None:
+    """A database holding another program's table of the same name, and a user without the right
+    to create pg_trgm: each is the migration's name and what to do, through the command a person
+    runs, not a traceback nor 'cannot connect'."""
+    import subprocess
+    import sys
+
+    from psycopg.conninfo import make_conninfo
+
+    from tests.conftest import REPO
+
+    def migrate(url: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gateway", "migrate", "--database-url", url], cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE path_leases (x int)")  # another program's table, named as ours
+    r = migrate(empty_db)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "migration 030_dav.sql failed and was rolled back" in r.stderr and "already exists" in r.stderr
+    with psycopg.connect(empty_db) as conn:  # what came before it stays applied, and nothing of it
+        assert migrations.current_version(conn) == 26
+
+    limited = create_database(pg_server, "template0")
+    try:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute("DROP ROLE IF EXISTS hf_limited")
+            conn.execute("CREATE ROLE hf_limited LOGIN PASSWORD 'limited'")
+        with psycopg.connect(limited, autocommit=True) as conn:
+            conn.execute("GRANT CREATE ON SCHEMA public TO hf_limited")
+        r = migrate(make_conninfo(limited, user="hf_limited", password="limited"))
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert "needs a privilege the database user lacks" in r.stderr and "cannot connect" not in r.stderr
+    finally:
+        drop_database(pg_server, limited)
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute("DROP ROLE IF EXISTS hf_limited")
