@@ -13,7 +13,7 @@ from wsgidav.mw.cors import Cors
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
-from dav_provider import fastget, fastput
+from dav_provider import MOUNT_PATH, fastget, fastput
 from dav_provider.auth import StoreDomainController
 from dav_provider.errors import dav_error, internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
@@ -24,7 +24,6 @@ from store.db import Database
 from store.errors import StoreError
 from store.filecache import FileCache
 
-MOUNT_PATH = "/dav"
 
 
 class CompleteAnswers:

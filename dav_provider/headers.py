@@ -79,6 +79,13 @@ def check_if(environ: dict[str, Any]) -> None:
                           '<http://host/dav/path> (["etag"])')
 
 
+def drop_overruled_conditions(environ: dict[str, Any]) -> None:
+    """RFC 9110 13.2.2: If-Unmodified-Since is evaluated only when there is no If-Match, which
+    says more (a write with the version it read and an old date is still that version's write)."""
+    if "HTTP_IF_MATCH" in environ:
+        environ.pop("HTTP_IF_UNMODIFIED_SINCE", None)
+
+
 def normalize_range(environ: dict[str, Any], size: int | None) -> None:
     """GET/HEAD Range: keep one satisfiable byte range for WsgiDAV; drop anything else it would
     misread (RFC 9110 14.2 lets a server ignore Range: the client gets the whole file, 200), and

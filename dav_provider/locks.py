@@ -21,6 +21,7 @@ from wsgidav import util
 from wsgidav.dav_error import PRECONDITION_CODE_LockConflict, DAVErrorCondition
 from wsgidav.lock_man.lock_manager import LockManager, generate_lock_token, normalize_lock_root, validate_lock
 
+from dav_provider import MOUNT_PATH
 from store import locks as leases
 from store.db import Database
 from store.host import is_side_path
@@ -235,12 +236,14 @@ class HostLockManager(LockManager):
             return lock["principal"] == principal and lock["token"] in token_list
 
         shared: dict[str, list[dict[str, Any]]] = {}
+        # The 423's no-conflicting-lock names each lock's root as a URL a client can use (RFC 4918
+        # 16): lock roots are kept below the mount (/org/1/x.md), hrefs start at it (/dav/org/...).
         for lock in covering:
             if lock["scope"] == "shared":
                 shared.setdefault(lock["root"], []).append(lock)
             elif not held(lock):
-                errcond.add_href(lock["root"])
+                errcond.add_href(MOUNT_PATH + lock["root"])
         for root, locks in shared.items():
             if not any(held(lock) for lock in locks):
-                errcond.add_href(root)
+                errcond.add_href(MOUNT_PATH + root)
         return errcond

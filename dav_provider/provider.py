@@ -106,6 +106,7 @@ class HostDAVProvider(DAVProvider):
         self.tree(environ)  # whose request this is, before any lock is looked at (locks.viewing)
         headers.check_path(environ)
         headers.check_if(environ)
+        headers.drop_overruled_conditions(environ)
         if method in ("COPY", "MOVE"):
             headers.check_destination(environ)
             self._check_destination(environ)

@@ -135,6 +135,11 @@ def test_conditional_puts(dav: Dav) -> None:
     assert stale.status_code == 412
     assert dav.put(path, "three", **{"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}).status_code == 412
     assert dav.get(path).text == "two"
+    # If-Match says more than a date: with it, If-Unmodified-Since is not evaluated (RFC 9110 13.2.2).
+    current = dav.get(path).headers["ETag"]
+    both = {"If-Match": current, "If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}
+    assert dav.put(path, "three", **both).status_code == 204 and dav.get(path).text == "three"
+    assert dav.put(path, "four", **{**both, "If-Match": etag}).status_code == 412
     assert dav.put(f"{dav.g}/fresh.md", "new", **{"If-None-Match": "*"}).status_code == 201
 
 

@@ -65,6 +65,9 @@ def test_a_locked_note_refuses_every_change_without_its_token(pair: tuple[Dav, D
         "PROPPATCH": other.req("PROPPATCH", note, data=PROP),
     }
     assert {k: r.status_code for k, r in refusals.items()} == {k: 423 for k in refusals}
+    # Each names the lock's root as a URL a client can use (RFC 4918 16, no-conflicting-lock).
+    hrefs = ET.fromstring(refusals["PUT"].content).findall(".//{DAV:}no-conflicting-lock/{DAV:}href")
+    assert [h.text for h in hrefs] == [f"/dav/{note}"]
     assert artifact(db, note)["content"] == "mine" and artifact(db, note)["version"] == 1
     assert artifact(db, spare) is not None
     # The holder's UNLOCK still finds its lock.
