@@ -343,10 +343,13 @@ class HostTree:
         dfolder, dname = self._parent(dp)
         spath, dpath = "/".join(sp), "/".join(dp)
         with self.db.transaction() as conn:
-            # Both names' rows first: the source's bytes are then read after any save of it that
-            # was committing (moved with the move, not lost under a stale copy), and a move of B
-            # over A waits for one of A over B instead of deadlocking with it.
-            storage.lock_live(conn, [spath, dpath])
+            if not _side(sp):
+                # Both names' rows first: the source's bytes are then read after any save of it
+                # that was committing (moved with the move, not lost under a stale copy), and a
+                # move of B over A waits for one of A over B instead of deadlocking with it. (An
+                # editor's temp file moved over its note, the common save, involves one row only,
+                # which its write locks: no statement added there.)
+                storage.lock_live(conn, [spath] if _side(dp) else [spath, dpath])
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
             if is_move and not _side(sp):
