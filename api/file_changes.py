@@ -49,7 +49,8 @@ def history():  # type: ignore[no-untyped-def]
 
 
 # Every display path begins "org/" and a key holds no "/", so a comma before "org/" is the only one
-# that starts the next path: a note named "a,b.md" is one path, not two.
+# that starts the next path: a note named "a,b.md" is one path, not two. No display path ends in a
+# comma (a name ends in .md, .py, digits or a table's name), so commas left over are separators.
 _NEXT_PATH = re.compile(r",(?=\s*/?org/)")
 
 
@@ -66,7 +67,7 @@ def _latest(paths: object):  # type: ignore[no-untyped-def]
 @requires("user")
 def latest_get():  # type: ignore[no-untyped-def]
     raw = request.args.get("display_paths", "")
-    return _latest([p.strip() for p in _NEXT_PATH.split(raw) if p.strip()])
+    return _latest([p.strip().strip(",").strip() for p in _NEXT_PATH.split(raw) if p.strip().strip(",").strip()])
 
 
 @bp.post("/api/file-changes/latest")

@@ -70,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.demo import ensure_demo
     from gateway.server import Gateway, cannot_listen, make_server
     from gateway.workers import (MAX_CONNECTIONS, MAX_WORKERS, MIN_POOL, OWN_CONNECTIONS, default_workers,
-                                 serve_workers)
+                                 pool_size, serve_workers)
 
     config = config_from(args)
     try:
@@ -85,10 +85,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if f and not Path(f).is_file():
             raise CommandError(f"cannot read {f}: give the path of a PEM file")
     workers = default_workers() if args.workers is None else args.workers
-    if not 1 <= workers <= MAX_WORKERS:
-        raise CommandError(f"--workers {workers}: give a number of processes from 1 to {MAX_WORKERS} (each "
-                           f"holds at least {MIN_POOL + OWN_CONNECTIONS} of the {MAX_CONNECTIONS} database "
-                           "connections the gateway uses)")
+    # The embedded PostgreSQL allows 100 connections; a server given by URL has its own limit.
+    most = MAX_WORKERS if not config.database_url else 256
+    if not 1 <= workers <= most:
+        raise CommandError(f"--workers {workers}: give a number of processes from 1 to {most}" + (
+            f" (each holds at least {MIN_POOL + OWN_CONNECTIONS} of the {MAX_CONNECTIONS} connections the "
+            "embedded PostgreSQL gives the gateway)" if not config.database_url else ""))
     if not 1 <= config.threads <= MAX_THREADS:
         raise CommandError(f"--threads {config.threads}: give a number of threads per worker from 1 to {MAX_THREADS}")
     if workers > 1:  # processes sharing one socket and one PostgreSQL (gateway/workers.py)
@@ -100,8 +102,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                              tls_cert=config.tls_cert and str(config.tls_cert),
                              tls_key=config.tls_key and str(config.tls_key))
     except Exception as exc:
-        raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}; check --tls-cert "
-                           "and --tls-key (PEM files of one certificate and its key)") from None
+        hint = "; check --tls-cert and --tls-key (PEM files of one certificate and its key)" if config.tls_cert else ""
+        raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}{hint}") from None
     try:
         server.prepare()
     except OSError as exc:
@@ -110,7 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
 
     _stop_on_sigterm()  # during start-up, Ctrl-C or SIGTERM interrupts at once
-    runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4), share=False)
+    runtime = StoreRuntime(config, pool_size=pool_size(config, 1), share=False)
     serving: threading.Thread | None = None
     try:
         db = runtime.open()

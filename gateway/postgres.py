@@ -551,7 +551,9 @@ class EmbeddedPostgres:
     def _prepare_data_dir(self, who: _RunAs) -> None:
         """Create data_dir (mode 0700, owned by the server user) or explain in one sentence why not."""
         created: list[Path] = []
-        foreign = self._foreign_entries()
+        # Only before the cluster exists: once it does, the directory is ours whatever else is put
+        # beside it (lost+found on a disk of its own, a backup), and a restart must not be refused.
+        foreign = [] if self.initialised else self._foreign_entries()
         if foreign:
             # As root the directory is handed to the server user with mode 0700: done to a home
             # folder or /srv, that locks its owner (and ssh) out.
@@ -617,7 +619,7 @@ class EmbeddedPostgres:
             return []
         except OSError:
             return []  # unreadable: the checks below say so in their own words
-        return [n for n in names if not n.startswith(_OURS)][:3]
+        return [n for n in names if not n.startswith(_OURS) and n != "lost+found"][:3]
 
     @staticmethod
     def _remove_created(created: list[Path]) -> None:

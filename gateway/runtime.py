@@ -133,8 +133,9 @@ class StoreRuntime:
             self.pg = None
             raise StartupError(
                 f"another Host Finder process already runs the PostgreSQL of {self.config.data_dir} (a gateway "
-                "started there, or an admin command just now): stop that gateway first, or give this one "
-                "another --data-dir; gateways that share one store each take the same --database-url")
+                "started there, or a mount or admin command started while none was running): stop it first, "
+                "or give this gateway another --data-dir; gateways that share one store each take the same "
+                "--database-url")
         if attached:
             log.info("using the PostgreSQL already running on %s", self.config.data_dir)
             self.pg = None  # not ours to stop

@@ -220,6 +220,9 @@ def cannot_listen(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE or "Errno 98" in text or "in use" in text:
         return (f"cannot listen on {host}:{port}: the port is in use (another server, or a gateway "
                 "still running); choose another with --bind HOST:PORT")
+    if exc.errno == errno.EACCES or "Errno 13" in text or "ermission denied" in text:
+        return (f"cannot listen on {host}:{port}: permission denied (a port below 1024 needs root); "
+                "choose a port from 1024 up with --bind HOST:PORT")
     return (f"cannot listen on {host}:{port} ({text}); check the address in --bind HOST:PORT (0.0.0.0 "
             "for every interface, 127.0.0.1 for this machine only)")
 

@@ -1,8 +1,8 @@
 -- A guild or an agent deleted by the platform takes its files with it: a guild its guild-level
 -- notes (and its agents, whose own triggers fire in the same cascade), an agent its notes, memory,
 -- scripts and task (ON DELETE CASCADE; 070 announces the folder). Each file's history now ends where
--- it ended, with a 'delete' row one version up in the deleting transaction, as 026 does for a
--- guild's records: /api/file-changes/latest no longer answers 'create' for a file that is gone.
+-- it ended, with a 'delete' row at its last version in the deleting transaction, as a note's delete
+-- records it (store.notes): /api/file-changes/latest no longer answers 'create' for a file that is gone.
 CREATE FUNCTION hostfinder_files_on_owner_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     who text := TG_ARGV[0] || ' ' || OLD.id || ' deleted';
@@ -13,16 +13,18 @@ BEGIN
     END IF;
     IF TG_ARGV[0] = 'guild' THEN
         INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_name)
-        SELECT org_id, display_path, 'delete', version + 1, 'system', who FROM artifacts
-         WHERE guild_id = OLD.id AND level = 'guild' AND kind = 'note' AND deleted_at IS NULL;
+        SELECT org_id, display_path, 'delete', version, 'system', who FROM artifacts
+         WHERE org_id = OLD.org_id AND level = 'guild' AND guild_id = OLD.id AND kind = 'note'
+           AND deleted_at IS NULL;
     ELSE
         INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_name)
-        SELECT org_id, display_path, 'delete', version + 1, 'system', who FROM artifacts
-         WHERE agent_id = OLD.id AND kind IN ('note', 'memory', 'script') AND deleted_at IS NULL;
+        SELECT org_id, display_path, 'delete', version, 'system', who FROM artifacts
+         WHERE org_id = OLD.org_id AND level = 'agent' AND agent_id = OLD.id
+           AND kind IN ('note', 'memory', 'script') AND deleted_at IS NULL;
         IF OLD.task_version > 0 THEN
             INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_name)
                  VALUES (OLD.org_id, 'org/' || OLD.org_id || '/agents/' || OLD.id || '/task.md', 'delete',
-                         OLD.task_version + 1, 'system', who);
+                         OLD.task_version, 'system', who);
         END IF;
     END IF;
     RETURN OLD;

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from store import layout, properties, scratch, storage
+from store import embeds, layout, properties, scratch, storage
 from store import locks as leases
 from store.access import Principal
 from store.db import Conn, Database, after_commit
@@ -343,13 +343,17 @@ class HostTree:
         dfolder, dname = self._parent(dp)
         spath, dpath = "/".join(sp), "/".join(dp)
         with self.db.transaction() as conn:
-            if not _side(sp):
-                # Both names' rows first: the source's bytes are then read after any save of it
-                # that was committing (moved with the move, not lost under a stale copy), and a
-                # move of B over A waits for one of A over B instead of deadlocking with it. (An
-                # editor's temp file moved over its note, the common save, involves one row only,
-                # which its write locks: no statement added there.)
-                storage.lock_live(conn, [spath] if _side(dp) else [spath, dpath])
+            if is_move and not _side(sp):
+                # Both names' rows before anything is read: the source's bytes are then those of
+                # any save of it that was committing (moved with the move, not lost under a stale
+                # copy), and a move of B over A waits for one of A over B instead of deadlocking
+                # with it. The names' embed locks come first, as a delete or move of a note takes
+                # them (store.notes), so this waits for those rather than deadlocking with them.
+                # (An editor's temp file moved over its note, the common save, involves one row
+                # only, which its write locks: nothing added there.)
+                names = [spath] if _side(dp) else [spath, dpath]
+                embeds.lock_for_removal(conn, names)
+                storage.lock_live(conn, names)
             self._require_folder(conn, sfolder)
             self._require_folder(conn, dfolder)
             if is_move and not _side(sp):

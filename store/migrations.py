@@ -92,9 +92,10 @@ def migrate(conninfo: str) -> list[str]:
                         f"({_first_line(exc)}); connect as the database's owner, or have it run "
                         "`hostfinder migrate` once (pg_trgm needs CREATE on the database, or the extension "
                         "created beforehand)") from None
-                except psycopg.DatabaseError as exc:
-                    if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
-                        raise  # the connection itself: told as such by the caller
+                except (psycopg.ProgrammingError, psycopg.IntegrityError, psycopg.DataError) as exc:
+                    # What the database holds refused the file (a table of that name already
+                    # there...). A lock timeout, a shutdown or too many connections is an
+                    # OperationalError: passed on as such, for the caller to say so.
                     raise MigrationError(
                         f"migration {name} failed and was rolled back ({_first_line(exc)}); nothing of it "
                         "was applied. The database may hold tables of another program or an older "

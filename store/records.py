@@ -197,6 +197,12 @@ def record_update(conn: Conn, collection: Collection, record_id: object, patch: 
     return _apply_patch(conn, row, columns, existing, clean, actor, merged=False)
 
 
+def _same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal as JSON, not as Python values: 1 == True and 0 == False in Python, and a number
+    retyped to a boolean must still be written as true."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
 def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], existing: dict[str, Any],
                  clean: dict[str, Any], actor: Actor, *, merged: bool) -> WriteResult:
     content = dict(existing["content_json"] or {})
@@ -206,7 +212,7 @@ def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], ex
         else:
             content[name] = value
     warnings = record_problems(columns, content, skip=set(clean))
-    if content == (existing["content_json"] or {}):
+    if _same_json(content, existing["content_json"] or {}):
         # A patch that changes nothing writes nothing: no new version, no provenance row, no
         # event (as a collection's PATCH and a grant that change nothing; the web form does not
         # send one at all). Records are not files of the mount, whose own writes count events.

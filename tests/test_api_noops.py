@@ -160,3 +160,14 @@ def test_clearing_a_table_that_has_no_records_writes_nothing(server, operator, d
     for _ in range(2):
         assert operator.delete(records).status_code in (200, 204)
     assert changes(db, made["display_path"]) == ["create", "clear"]
+
+
+def test_a_number_retyped_to_a_boolean_takes_true_in_place_of_1(server, operator, db) -> None:
+    """1 == True in Python: the no-op check compares JSON, so the change is written."""
+    made = create(operator, server.url, "flags", columns=[col("n", "number")])
+    records = f"{server.url}/api/collections/{made['id']}/records"
+    rid = operator.post(records, json={"body": {"n": 1}}).json()["record"]["id"]
+    r = operator.patch(f"{server.url}/api/collections/{made['id']}", json={"columns": [col("n", "boolean")]})
+    assert r.status_code == 200, r.text
+    r = operator.patch(f"{records}/{rid}", json={"body": {"n": True}})
+    assert r.status_code == 200 and r.json()["record"]["n"] is True and r.json()["record"]["version"] == 2, r.text

@@ -218,6 +218,14 @@ def test_a_directory_that_holds_someone_elses_files_is_not_taken_over(data_dir: 
     after = data_dir.stat()
     assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid)
     assert sorted(p.name for p in data_dir.iterdir()) == [".ssh", "notes.txt"]
+    # A store's own directory stays its own whatever is put beside it later (a disk's lost+found,
+    # a backup); and a new store on a disk of its own, which holds only lost+found, is fine.
+    store = data_dir.parent / "store"
+    (store / "lost+found").mkdir(parents=True)
+    assert hostfinder("migrate", "--data-dir", str(store)).returncode == 0
+    (store / "backup.sql").write_text("-- a dump")
+    r = hostfinder("migrate", "--data-dir", str(store))
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("args, says", [(["--workers", "0"], "--workers 0: give a number of processes from 1 to 15"),

@@ -24,10 +24,3 @@ def test_every_store_error_has_its_own_row(table: dict, where: str) -> None:
     missing = sorted(c.__name__ for c in _all(errors.StoreError) | {errors.StoreError} if c not in table)
     assert missing == [], f"add these to {where}: {missing}"
 
-
-def test_the_web_app_and_the_api_answer_a_refusal_with_one_status() -> None:
-    from web.errors import status_of as web_status
-
-    for cls in _all(errors.StoreError) | {errors.StoreError}:
-        exc = cls.__new__(cls)
-        assert web_status(exc) == HTTP_STATUS[cls], cls.__name__
