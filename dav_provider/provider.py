@@ -156,6 +156,11 @@ class HostDAVProvider(DAVProvider):
         parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
         if self.get_resource_inst(parent, environ) is None:  # kept for WsgiDAV's own parent check
             store_call(tree.stat, parent)                    # the tree's sentence (404)
+        if method == "LOCK":
+            # A lock on a name not written yet reserves it for the PUT that follows: a name no PUT
+            # could write (a .txt file; a new folder, named with its trailing slash) is refused
+            # now, with the sentence a PUT or MKCOL gets.
+            store_call(tree.mkdir if path.endswith("/") else tree.check_write, path)
 
     def _check_destination(self, environ: dict[str, Any]) -> None:
         """MOVE/COPY: the destination must be a file name in a folder this user can see. The root
