@@ -5,10 +5,13 @@ a running gateway already started on the same data directory), creates the datab
 applies migrations and opens the pool. Closing it stops what it started, and nothing else."""
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -23,6 +26,8 @@ from store.db import Database
 log = logging.getLogger(__name__)
 
 EMBEDDED_DB = "hostfinder"
+# Seconds a start-up waits for another one in the same place (initdb takes a few on a slow disk).
+STARTING_WAIT = 120
 # Seconds between attempts to start an embedded PostgreSQL that exited and would not start again.
 REVIVE_INTERVAL = 5
 # Where root's default data directory goes when the server user could not reach ./.hostfinder
@@ -72,6 +77,37 @@ def _parsable(url: str) -> bool:
         return True
     except psycopg.ProgrammingError:
         return False
+
+
+@contextmanager
+def starting_in(data_dir: Path) -> Iterator[None]:
+    """One process at a time decides whether to start the embedded PostgreSQL of ``data_dir`` or
+    use the one running there: two gateways started together on a new directory both ran initdb
+    and both failed. An flock on the nearest existing folder above it (no file is made for it),
+    held for the start-up only."""
+    above = data_dir.parent
+    while not above.is_dir() and above != above.parent:
+        above = above.parent
+    try:
+        fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield  # unreadable: the start-up says why in its own words
+        return
+    try:
+        deadline = time.monotonic() + STARTING_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:  # another start-up hung: go on as before this lock
+                    log.warning("another Host Finder process has been starting in %s for %d s; going on",
+                                above, STARTING_WAIT)
+                    break
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
 
 
 class StoreRuntime:
@@ -128,6 +164,11 @@ class StoreRuntime:
                 f"there is no Host Finder store in {self.config.data_dir}: give the data directory the "
                 "gateway uses (--data-dir DIR after the subcommand, or HOSTFINDER_DATA_DIR) or its "
                 "--database-url; `hostfinder serve` or `hostfinder migrate` creates a new store")
+        with starting_in(self.config.data_dir):
+            return self._attach_or_start()
+
+    def _attach_or_start(self) -> str:
+        assert self.pg is not None
         attached = self.pg.attach()
         if attached and not self.share:
             self.pg = None

@@ -137,6 +137,28 @@ def test_first_run_creates_the_store_and_a_demo_and_restarts_fast(data_dir: Path
     assert postgres_processes(data_dir) == []
 
 
+def test_two_gateways_started_together_on_a_new_directory_one_serves(data_dir: Path) -> None:
+    """Both ran initdb into the same place and both failed; now one starts the store and the
+    other, which would depend on it, says so in one sentence."""
+    both = [Serve("--data-dir", str(data_dir), "--no-demo", "--workers", "1") for _ in range(2)]
+    try:
+        codes = []
+        for s in both:
+            try:
+                s.wait_ready(timeout=60)
+                codes.append("serving")
+            except AssertionError as exc:
+                codes.append(str(exc))
+        assert sorted(codes)[-1] == "serving", codes
+        refused = sorted(codes)[0]
+        assert "another Host Finder process already runs the PostgreSQL" in refused, codes
+        assert "Traceback" not in refused and "initdb" not in refused, refused
+    finally:
+        for s in both:
+            s.stop()
+    assert postgres_processes(data_dir) == []
+
+
 def test_a_stale_postmaster_pid_does_not_block_the_next_start(data_dir: Path) -> None:
     r = hostfinder("migrate", "--data-dir", str(data_dir))
     assert r.returncode == 0, r.stderr
