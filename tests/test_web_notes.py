@@ -285,6 +285,12 @@ def test_a_side_files_name_is_refused_for_a_new_note_and_a_rename(boot, server, 
     assert renamed.status_code == 422 and "choose another name" in renamed.text
     assert operator.get(f"{server.url}/dav/org/{org}/styles.md").content == b"s\n"
     assert operator.get(f"{server.url}/dav/org/{org}/tmp_styleno.md").status_code == 404
+    # Onto a name another note has: the page's own words, not WebDAV's "Overwrite is off".
+    operator.put(f"{server.url}/dav/org/{org}/taken.md", data=b"t\n")
+    renamed = s.post(f"{server.url}/notes/rename/org/{org}/styles.md",
+                     data={"csrf_token": token, "scope": "org", "name": "taken.md"})
+    assert renamed.status_code == 409 and "A note named taken.md already exists there" in renamed.text
+    assert "Overwrite" not in renamed.text
 
 
 def test_a_new_note_over_the_owners_cap_keeps_what_was_typed(boot, server, db) -> None:

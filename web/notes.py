@@ -429,7 +429,12 @@ def rename(display_path: str) -> ResponseReturnValue:
     except Embedded as exc:
         return _note_page(target, status=409, embedded={"message": exc.message, "tasks": task_links(exc.tasks)},
                           rename_name=raw_name)
-    except (Invalid, NotANote, AlreadyExists) as exc:
+    except AlreadyExists as exc:
+        # (The store's sentence speaks to a WebDAV client: "Overwrite is off".)
+        return _note_page(target, status=status_of(exc), rename_name=raw_name,
+                          error=f"A note named {_key_from(raw_name)} already exists there; choose another name, "
+                                "or delete that note first.")
+    except (Invalid, NotANote) as exc:
         return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems,
                           rename_name=raw_name)
     return redirect(note_url(new_path, done="renamed"))
