@@ -112,7 +112,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
 
     _stop_on_sigterm()  # during start-up, Ctrl-C or SIGTERM interrupts at once
-    runtime = StoreRuntime(config, pool_size=pool_size(config, 1), share=False)
+    # A connection per thread and a few spare; on the embedded PostgreSQL, within its 100.
+    runtime = StoreRuntime(config, pool_size=max(config.pool_size, config.threads + 4) if config.database_url
+                           else pool_size(config, 1), share=False)
     serving: threading.Thread | None = None
     try:
         db = runtime.open()

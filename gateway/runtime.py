@@ -83,15 +83,18 @@ def _parsable(url: str) -> bool:
 def starting_in(data_dir: Path) -> Iterator[None]:
     """One process at a time decides whether to start the embedded PostgreSQL of ``data_dir`` or
     use the one running there: two gateways started together on a new directory both ran initdb
-    and both failed. An flock on the nearest existing folder above it (no file is made for it),
-    held for the start-up only."""
+    and both failed. An flock on the folder above it (no file is made for it), held for the
+    start-up only."""
     above = data_dir.parent
-    while not above.is_dir() and above != above.parent:
-        above = above.parent
     try:
+        # Made first if missing (0755, as the start-up makes a data directory's parents): locking
+        # the nearest folder that exists would let a second process, arriving once the first had
+        # made the parents, lock another folder and run initdb beside it.
+        if not above.is_dir():
+            os.makedirs(above, mode=0o755, exist_ok=True)
         fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        yield  # unreadable: the start-up says why in its own words
+        yield  # cannot be made or read: the start-up says why in its own words
         return
     try:
         deadline = time.monotonic() + STARTING_WAIT

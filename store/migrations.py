@@ -92,10 +92,16 @@ def migrate(conninfo: str) -> list[str]:
                         f"({_first_line(exc)}); connect as the database's owner, or have it run "
                         "`hostfinder migrate` once (pg_trgm needs CREATE on the database, or the extension "
                         "created beforehand)") from None
-                except (psycopg.ProgrammingError, psycopg.IntegrityError, psycopg.DataError) as exc:
-                    # What the database holds refused the file (a table of that name already
-                    # there...). A lock timeout, a shutdown or too many connections is an
-                    # OperationalError: passed on as such, for the caller to say so.
+                except psycopg.DatabaseError as exc:
+                    if exc.sqlstate is None or exc.sqlstate.startswith("08"):
+                        raise  # the connection itself: the caller says so
+                    if not isinstance(exc, (psycopg.ProgrammingError, psycopg.IntegrityError, psycopg.DataError)):
+                        # A lock timeout, a shutdown, a full disk, a missing extension's files:
+                        # nothing about what the database holds.
+                        raise MigrationError(
+                            f"migration {name} failed and was rolled back ({_first_line(exc)}); nothing of "
+                            "it was applied: mend what PostgreSQL says (its log has more) and start again") from None
+                    # What the database holds refused the file (a table of that name already there).
                     raise MigrationError(
                         f"migration {name} failed and was rolled back ({_first_line(exc)}); nothing of it "
                         "was applied. The database may hold tables of another program or an older "

@@ -12,9 +12,9 @@ file_changes row and NOTIFY (store.provenance.record_change) in the same transac
 from __future__ import annotations
 
 import json
-
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -197,10 +197,19 @@ def record_update(conn: Conn, collection: Collection, record_id: object, patch: 
     return _apply_patch(conn, row, columns, existing, clean, actor, merged=False)
 
 
-def _same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Equal as JSON, not as Python values: 1 == True and 0 == False in Python, and a number
-    retyped to a boolean must still be written as true."""
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values: booleans apart from numbers (1 == True in Python, and a number
+    retyped to a boolean must still be written as true), numbers by value (2 and 2.0 alike)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+    numbers = (int, float, Decimal)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        return a == b
+    return type(a) is type(b) and a == b
 
 
 def _apply_patch(conn: Conn, coll: dict[str, Any], columns: Sequence[Column], existing: dict[str, Any],

@@ -171,3 +171,9 @@ def test_a_number_retyped_to_a_boolean_takes_true_in_place_of_1(server, operator
     assert r.status_code == 200, r.text
     r = operator.patch(f"{records}/{rid}", json={"body": {"n": True}})
     assert r.status_code == 200 and r.json()["record"]["n"] is True and r.json()["record"]["version"] == 2, r.text
+    # 2 and 2.0 are one JSON number: sending either again changes nothing.
+    r = operator.patch(f"{server.url}/api/collections/{made['id']}", json={"columns": [col("n", "number")]})
+    assert r.status_code == 200, r.text
+    operator.patch(f"{records}/{rid}", json={"body": {"n": 2}})
+    version = operator.get(f"{records}/{rid}").json()["version"]
+    assert operator.patch(f"{records}/{rid}", json={"body": {"n": 2.0}}).json()["record"]["version"] == version

@@ -139,7 +139,9 @@ def test_first_run_creates_the_store_and_a_demo_and_restarts_fast(data_dir: Path
 
 def test_two_gateways_started_together_on_a_new_directory_one_serves(data_dir: Path) -> None:
     """Both ran initdb into the same place and both failed; now one starts the store and the
-    other, which would depend on it, says so in one sentence."""
+    other, which would depend on it, says so in one sentence (also where the directory's parents
+    do not exist yet, which the first one makes)."""
+    data_dir = data_dir / "new" / "store"
     both = [Serve("--data-dir", str(data_dir), "--no-demo", "--workers", "1") for _ in range(2)]
     try:
         codes = []
