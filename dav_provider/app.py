@@ -25,7 +25,6 @@ from store.errors import StoreError
 from store.filecache import FileCache
 
 
-
 class CompleteAnswers:
     """The WsgiDAV app, with every answer complete. WsgiDAV 4.4's ``__call__`` is a generator, so
     an error it answers before reaching a provider (a path climbing above /dav/) is ``return``-ed

@@ -9,7 +9,6 @@ make us read."""
 from __future__ import annotations
 
 import errno
-
 import json
 import logging
 import time

@@ -155,7 +155,7 @@ def _column_term(column: Column, term: object, out: Filters) -> str | None:
                 params.append(term)
             out.conditions.append(Fragment(f"EXISTS (SELECT 1 FROM {_ITEMS} WHERE {match})", params))
             out.rank.append(Fragment(
-                    f"coalesce((SELECT max(word_similarity(%s, item.v)) FROM {_ITEMS}), 0)", [term, name, name]))
+                f"coalesce((SELECT max(word_similarity(%s, item.v)) FROM {_ITEMS}), 0)", [term, name, name]))
         return None
     if kind == "boolean":
         if not isinstance(term, bool):
