@@ -46,6 +46,13 @@ def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, servic
     wide = make_collection(db, org, "wide", [{"name": long_name, "type": "text", "description": "long"}],
                            guild_id=guild)
     ok(call_tool(server, service, agent, "record_add", collection="wide", body={long_name: "v"}))
+    # A note's 40-column table scrolls in its own box; a purpose of one long word wraps (each
+    # widened the page: to 1 181 px and 2 700 px).
+    table = ("|" + "|".join(f"column {i}" for i in range(40)) + "|\n|" + "---|" * 40 + "\n|"
+             + "|".join(f"value {i}" for i in range(40)) + "|\n")
+    ok(call_tool(server, service, agent, "note_write", level="org", key="wide-table.md", content=table))
+    worded = make_collection(db, org, "worded", [{"name": "t", "type": "text", "description": "t"}],
+                             guild_id=guild, purpose="p" * 300)
     login(phone, boot)
     pages = {
         "wide-record": f"/databases/{wide['id']}/records/1",
@@ -58,6 +65,8 @@ def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, servic
         "access": f"/databases/{leads['id']}/access",
         "notes": "/notes",
         "note": f"/notes/org/{org}/a-rather-long-note-name-for-a-phone.md",
+        "wide-markdown-table": f"/notes/org/{org}/wide-table.md",
+        "one-word-purpose": f"/databases/{worded['id']}",
         "state": f"/agents/{agent}",
     }
     too_wide = {}
