@@ -136,6 +136,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # A second Ctrl-C or SIGTERM must not interrupt the clean-up half-way.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if isinstance(server.wsgi_app, Gateway):
+            server.wsgi_app.stopping()
         server.stop()
         if serving is not None:
             serving.join(timeout=10)

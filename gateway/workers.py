@@ -200,6 +200,7 @@ def _worker(config: Config, sock: socket.socket, conninfo: str, size: int, numbe
             pass
         code = 0 if stop.is_set() else 1
     finally:
+        gateway.stopping()
         server.stop()
         gateway.close()
         db.close()

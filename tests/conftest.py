@@ -202,6 +202,7 @@ def running_gateway(db: Database, **options: Any) -> Iterator[RunningServer]:
     try:
         yield running
     finally:
+        running.gateway.stopping()
         srv.stop()
         running.gateway.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tests.conftest import running_gateway
 from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
 from web import live
 from test_records_support import PEOPLE, call_tool, make_collection, ok
@@ -197,6 +198,27 @@ def test_past_the_stream_limit_a_page_is_told_to_poll(server, boot, db) -> None:
             break
         time.sleep(0.5)
     assert r.status_code == 200
+
+
+def test_a_stopping_gateway_ends_the_open_table_pages_streams_at_once(boot, db) -> None:
+    """An open table page holds a live stream (and a worker thread) for up to a minute; a gateway
+    asked to stop ends it first, so Ctrl-C on `make serve` with a tab open does not wait out the
+    server's shutdown timeout, and the page's EventSource reconnects to the next server."""
+    leads = make_collection(db, boot["org_id"], "leads", PEOPLE)
+    with running_gateway(db) as server:
+        s = web_login(server, boot["email"], boot["password"])
+        r = s.get(f"{server.url}/databases/{leads['id']}/events", stream=True, timeout=10)
+        lines = r.iter_lines(decode_unicode=True)
+        assert next(lines).startswith("retry:")
+        assert [next(lines), next(lines)] == ["event: ready", "data: {}"]
+        server.gateway.stopping()
+        # Without it the stream goes on: a keep-alive comment every few seconds for 55 s.
+        rest = []
+        for line in lines:
+            rest.append(line)
+            if line.startswith(":"):
+                break
+        assert rest == [""], f"the stream went on after the gateway began stopping: {rest}"
 
 
 def test_pages_say_their_time_zone_direction_counts_and_which_row_a_button_saves(boot, server, service, db) -> None:

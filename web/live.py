@@ -4,7 +4,8 @@ One LISTEN connection per process (store.events.ChangeListener) feeds every open
 agent's record_add through any gateway reaches every browser watching that table. A stream lasts
 STREAM_SECONDS and then ends with a ``retry`` hint: each stream holds one of the server's worker
 threads, and EventSource reconnects by itself (the page reloads its rows on reconnect, so nothing
-that happened in between is missed).
+that happened in between is missed). A stopping gateway ends its streams first (``end_streams``):
+otherwise each open tab would hold the server's stop until its worker's next heartbeat failed.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ HEARTBEAT_SECONDS = 3.0  # also how soon a closed tab frees its worker thread
 # A page told to poll asks for a stream again this often: other pages may have closed theirs.
 REASK_SECONDS = 60.0
 RETRY_MS = 1500
+# Put in a stream's queue by end_streams: the stream ends at once (its page reconnects later).
+_END: Event = {"operation": "end of stream"}
 
 
 class _Hub:
@@ -65,6 +68,12 @@ class _Hub:
                              name="web-live-listen").start()
             ready.wait(5)  # LISTEN is in place before the page's first change can happen
         return q
+
+    def end(self, conninfo: str) -> None:
+        """End every open stream of this database now."""
+        with self._lock:
+            for q in self._queues.get(conninfo, ()):
+                q.put(_END)
 
     def unsubscribe(self, conninfo: str, q: queue.SimpleQueue[Event]) -> None:
         with self._lock:
@@ -115,6 +124,12 @@ def open_stream(conninfo: str, org_id: int, collection_path: str) -> Iterable[st
     return _Stream(_stream(conninfo, org_id, collection_path))
 
 
+def end_streams(conninfo: str) -> None:
+    """End the open streams of this database, as a gateway stops: each holds a worker thread that
+    the server's stop would otherwise wait for (up to its shutdown timeout, five seconds)."""
+    _hub.end(conninfo)
+
+
 class _Stream:
     """The body with a ``close`` the WSGI server calls however the response ends, even if it never
     began (a generator's ``finally`` would not run then): the stream slot is given back once."""
@@ -150,6 +165,8 @@ def _stream(conninfo: str, org_id: int, collection_path: str) -> Iterator[str]:
                     last_beat = time.monotonic()
                     yield ": keep-alive\n\n"
                 continue
+            if event is _END:
+                return
             if _concerns(event, org_id, collection_path):
                 data = {k: event.get(k) for k in ("display_path", "operation", "version", "change_id")}
                 yield f"id: {event.get('change_id', '')}\nevent: change\ndata: {json.dumps(data)}\n\n"
