@@ -19,7 +19,7 @@ import requests
 from psycopg.rows import dict_row
 
 from store import locks as leases
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO, free_port, memory_dir
 
 PY = sys.executable
 
@@ -31,8 +31,9 @@ def hostfinder(*args: str, env: dict[str, str] | None = None, timeout: float = 6
 
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
-    # Under /tmp with a traversable parent: as root the embedded server runs as another user.
-    parent = Path(tempfile.mkdtemp(prefix="hostfinder-cli-"))
+    # A traversable parent (as root the embedded server runs as another user), in memory where
+    # the machine offers it (initdb and CREATE DATABASE write thousands of files).
+    parent = Path(tempfile.mkdtemp(prefix="hostfinder-cli-", dir=memory_dir()))
     parent.chmod(0o755)
     yield parent / "data"
     subprocess.run(["rm", "-rf", str(parent)], check=False)

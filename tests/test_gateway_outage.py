@@ -22,13 +22,13 @@ from gateway.postgres import EmbeddedPostgres
 from store import admin, migrations
 from store.db import Database
 from store.errors import Unavailable
-from tests.conftest import RunningServer, _test_bindir, running_gateway
+from tests.conftest import RunningServer, _test_bindir, memory_dir, running_gateway
 from tests.web_browser import csrf_of, web_login
 
 
 @pytest.fixture
 def private_pg() -> Iterator[tuple[EmbeddedPostgres, str]]:
-    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-outage-pg-"))
+    data_dir = Path(tempfile.mkdtemp(prefix="hostfinder-outage-pg-", dir=memory_dir()))
     pg = EmbeddedPostgres(data_dir, bindir=_test_bindir(),
                           settings={"fsync": "off", "full_page_writes": "off"})
     try:
