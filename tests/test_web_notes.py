@@ -164,6 +164,7 @@ def test_what_was_typed_survives_a_session_that_ended_before_the_save(browser: B
     assert ok(note_get(server, service, agent, path))["content"] == "first\n"
     notice = browser.wait_for(".flash.draft")
     assert "was not saved" in notice.text
+    assert re.search(r"What you typed here at \d\d:\d\d UTC was not saved", notice.text), notice.text
     assert browser.find("#note-content").get_attribute("value") == "first\n"
     browser.shot("draft-offered")
     browser.button("Restore it").click()

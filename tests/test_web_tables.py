@@ -2,7 +2,9 @@
 live refresh when an agent adds a record. Each result is asserted through the API too."""
 from __future__ import annotations
 
+import re
 import time
+from datetime import datetime, timezone
 
 from tests.conftest import running_gateway
 from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
@@ -142,15 +144,27 @@ def test_who_reaches_a_table_and_editing_grants(browser: Browser, boot, operator
 
 
 def test_live_refresh_after_an_agents_record_add(browser: Browser, boot, service, server, db) -> None:
+    """An agent's record_add appears on an open table page by itself, and the page says when, in
+    UTC like every time it prints (here for an operator in New York)."""
     leads = make_collection(db, boot["org_id"], "leads", PEOPLE, guild_id=boot["guild_id"])
-    browser.login(boot["email"], boot["password"])
-    browser.open(f"/databases/{leads['id']}")
-    browser.wait(lambda d: "Live" in browser.find("#live-status").text)
-    assert browser.finds("tbody tr") == []
-    ok(call_tool(server, service, boot["agent_id"], "record_add", collection="leads", body={"name": "From an agent"}))
-    browser.wait(lambda d: len(browser.finds("tbody tr")) == 1)
-    assert "From an agent" in browser.find("tbody tr").text and browser.find("#total").text == "1"
-    browser.shot("live")
+    browser.driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "America/New_York"})
+    try:
+        browser.login(boot["email"], boot["password"])
+        browser.open(f"/databases/{leads['id']}")
+        browser.wait(lambda d: "Live" in browser.find("#live-status").text)
+        assert browser.finds("tbody tr") == []
+        ok(call_tool(server, service, boot["agent_id"], "record_add", collection="leads", body={"name": "From an agent"}))
+        browser.wait(lambda d: len(browser.finds("tbody tr")) == 1)
+        assert "From an agent" in browser.find("tbody tr").text and browser.find("#total").text == "1"
+        said = re.fullmatch(r"Live · updated (\d\d):(\d\d):(\d\d) UTC", browser.find("#live-status").text)
+        assert said, browser.find("#live-status").text
+        now = datetime.now(timezone.utc)
+        shown = now.replace(hour=int(said[1]), minute=int(said[2]), second=int(said[3]))
+        apart = (now - shown).total_seconds() % 86_400   # (either side of midnight)
+        assert min(apart, 86_400 - apart) < 60, f"{said[0]} at {now:%H:%M:%S} UTC"
+        browser.shot("live")
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
 
 
 def test_a_page_told_to_poll_goes_live_again_once_a_stream_is_free(browser: Browser, boot, service, server, db,

@@ -4,6 +4,8 @@
 
 (function () {
   const csrf = () => (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+  // A time as the pages print theirs (UTC, 24-hour): "21:59:55 UTC" (length 19) or "21:59 UTC" (16).
+  const utcClock = (date, length) => date.toISOString().slice(11, length) + " UTC";
 
   // Selects marked data-autosubmit (the org switcher) submit their form on change.
   document.addEventListener("change", (ev) => {
@@ -41,7 +43,7 @@
       const doc = new DOMParser().parseFromString(html, "text/html");
       const fresh = doc.getElementById("grid");
       if (fresh) grid.innerHTML = fresh.innerHTML;
-      if (status) status.textContent = "Live · updated " + new Date().toLocaleTimeString();
+      if (status) status.textContent = "Live · updated " + utcClock(new Date(), 19);
     } catch (err) {
       if (err.name !== "AbortError" && status) status.textContent = "Could not refresh; use Refresh";
     }
@@ -241,7 +243,7 @@
       const notice = document.createElement("div");
       notice.className = "flash draft";
       notice.setAttribute("role", "status");
-      const when = new Date(kept.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      const when = utcClock(new Date(kept.at), 16);
       notice.append(`What you typed here at ${when} was not saved (the session may have ended). `);
       const take = Object.assign(document.createElement("button"), { type: "button", textContent: "Restore it" });
       const drop = Object.assign(document.createElement("button"), { type: "button", textContent: "Discard",
