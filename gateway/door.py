@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 HEADER_TIMEOUT = 10.0    # seconds for the request line and headers to arrive
 BODY_TIMEOUT = 30.0      # seconds a body (or a client taking our answer) may make no progress
 CLOSE_CONNECTION = "hostfinder.close_connection"   # environ: a callable closing after this answer
+CLIENT_GONE = "hostfinder.client_gone"   # environ: a callable, True once the client has hung up
+_HUNG_UP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR | select.POLLNVAL
 _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
 # Answer bytes one connection may leave with the front when its client reads slowly (a 10 000-note
 # PROPFIND or a table's export fits); past this, or past the process's ``spill_budget`` of such
@@ -479,15 +481,29 @@ class DoorConnection(cheroot_server.HTTPConnection):
 
 
 class DoorWSGIGateway(wsgi.Gateway_10):
-    """WSGI 1.0 as cheroot does it, plus ``environ[CLOSE_CONNECTION]``."""
+    """WSGI 1.0 as cheroot does it, plus ``environ[CLOSE_CONNECTION]`` and
+    ``environ[CLIENT_GONE]``."""
 
     def get_environ(self) -> dict[str, Any]:
         env = super().get_environ()
         env[CLOSE_CONNECTION] = self._close_after
+        env[CLIENT_GONE] = self._client_gone
         return env
 
     def _close_after(self) -> None:
         self.req.close_connection = True
+
+    def _client_gone(self) -> bool:
+        """True once the client has closed the connection (or it failed), without reading or
+        waiting. An answer that waits for something to send (the web app's live stream) asks
+        this: otherwise it learns of a closed tab only when a write fails, and the first write
+        after a close still succeeds."""
+        try:
+            poller = select.poll()
+            poller.register(self.req.conn.socket.fileno(), select.POLLIN | _HUNG_UP)
+            return any(events & _HUNG_UP for _, events in poller.poll(0))
+        except (OSError, ValueError):   # (a socket already closed has no descriptor)
+            return True
 
 
 class _Parked:

@@ -469,7 +469,8 @@ def events(collection_id: int) -> ResponseReturnValue:
     (from guild.files.changed), so the page can refresh itself."""
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
-    body = live.open_stream(db().conninfo, c.org_id, c.display_path)
+    # (the door's way to tell that the page has gone: gateway/door.py CLIENT_GONE)
+    body = live.open_stream(db().conninfo, c.org_id, c.display_path, request.environ.get("hostfinder.client_gone"))
     if body is None:  # every stream slot is taken: the page polls instead (204 stops EventSource)
         return Response(status=204)
     return Response(body, mimetype="text/event-stream", headers={"Cache-Control": "no-store",

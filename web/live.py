@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from store.events import ChangeListener, Event
 
@@ -25,7 +25,9 @@ STREAM_SECONDS = 55.0
 # page is told to stop (204) and its script polls instead, so live pages never starve WebDAV or
 # the API of threads.
 MAX_STREAMS = 4
-HEARTBEAT_SECONDS = 3.0  # also how soon a closed tab frees its worker thread
+# A comment line this often keeps proxies from closing a quiet stream, and ends the stream of a
+# closed page where the server cannot tell it closed (the door tells at once: client_gone).
+HEARTBEAT_SECONDS = 3.0
 # A page told to poll asks for a stream again this often: other pages may have closed theirs.
 REASK_SECONDS = 60.0
 RETRY_MS = 1500
@@ -117,11 +119,14 @@ def _concerns(event: Event, org_id: int, collection_path: str) -> bool:
     return event.get("org_id") == org_id and (path == collection_path or path.startswith(collection_path + "/"))
 
 
-def open_stream(conninfo: str, org_id: int, collection_path: str) -> Iterable[str] | None:
-    """The SSE body for one table, or None when MAX_STREAMS are already open (answer 204)."""
+def open_stream(conninfo: str, org_id: int, collection_path: str,
+                client_gone: Callable[[], bool] | None = None) -> Iterable[str] | None:
+    """The SSE body for one table, or None when MAX_STREAMS are already open (answer 204).
+    ``client_gone`` (the door's, gateway/door.py CLIENT_GONE) ends the stream within a second of
+    its page closing, so a person clicking through table pages does not use up the slots."""
     if not _hub.reserve():
         return None
-    return _Stream(_stream(conninfo, org_id, collection_path))
+    return _Stream(_stream(conninfo, org_id, collection_path, client_gone))
 
 
 def end_streams(conninfo: str) -> None:
@@ -150,7 +155,8 @@ class _Stream:
                 _hub.release()
 
 
-def _stream(conninfo: str, org_id: int, collection_path: str) -> Iterator[str]:
+def _stream(conninfo: str, org_id: int, collection_path: str,
+            client_gone: Callable[[], bool] | None) -> Iterator[str]:
     """A ``ready`` event, then a ``change`` event per change, for STREAM_SECONDS."""
     q = _hub.subscribe(conninfo)
     try:
@@ -161,6 +167,8 @@ def _stream(conninfo: str, org_id: int, collection_path: str) -> Iterator[str]:
             try:
                 event = q.get(timeout=1.0)
             except queue.Empty:
+                if client_gone is not None and client_gone():
+                    return
                 if time.monotonic() - last_beat > HEARTBEAT_SECONDS:
                     last_beat = time.monotonic()
                     yield ": keep-alive\n\n"

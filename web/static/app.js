@@ -87,18 +87,29 @@
     refresh.addEventListener("click", (ev) => { ev.preventDefault(); reloadGrid(); });
   }
 
-  // Search as you type: the URL follows (so reload and bookmarks keep the view), the grid reloads.
+  // The table's query as a URL with only the fields that say something (an empty filter is no
+  // filter), so the address stays readable and shareable; back to the first page.
   const queryForm = document.getElementById("table-query");
+  const queryUrl = () => {
+    const params = new URLSearchParams();
+    for (const [k, v] of new FormData(queryForm)) if (String(v).trim() !== "") params.append(k, v);
+    params.delete("page");
+    return queryForm.getAttribute("action") + (params.toString() ? "?" + params : "");
+  };
+  if (queryForm) {
+    queryForm.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      window.location.assign(queryUrl());
+    });
+  }
+  // Search as you type: the URL follows (so reload and bookmarks keep the view), the grid reloads.
   const search = queryForm && queryForm.querySelector('input[type="search"]');
   if (search && grid) {
     let timer = null;
     search.addEventListener("input", () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        const params = new URLSearchParams();
-        for (const [k, v] of new FormData(queryForm)) if (String(v).trim() !== "") params.append(k, v);
-        params.delete("page");
-        const url = queryForm.getAttribute("action") + (params.toString() ? "?" + params : "");
+        const url = queryUrl();
         window.history.replaceState(null, "", url);
         reloadGrid(url);
       }, 250);
