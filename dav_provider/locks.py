@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from wsgidav import util
-from wsgidav.dav_error import PRECONDITION_CODE_LockConflict, DAVErrorCondition
+from wsgidav.dav_error import PRECONDITION_CODE_LockConflict, DAVError, DAVErrorCondition
 from wsgidav.lock_man.lock_manager import LockManager, generate_lock_token, normalize_lock_root, validate_lock
 
 from dav_provider import MOUNT_PATH
@@ -219,6 +219,29 @@ class HostLockManager(LockManager):
                 return super().acquire(**kwargs)
             finally:
                 _granting(False)
+
+    def is_url_locked_by_token(self, url: str, lock_token: str) -> bool:
+        """As WsgiDAV's (is ``url`` at or below the token's lock?), comparing tree paths: a name's
+        NFD and NFC spellings are one note. Lock roots are kept in NFC, and macOS Finder unlocks
+        and refreshes at the URL it locked, in NFD: compared as text, every UNLOCK of an accented
+        name answered 409, every refresh 412, and the note stayed locked to its next save."""
+        root = self.get_lock(lock_token, key="root")
+        if not root:
+            return False
+        locked, path = tree_path(root), tree_path(url)
+        return locked == "" or path == locked or path.startswith(locked + "/")
+
+    def _check_lock_permission(self, url: str, lock_type: str, lock_scope: str, lock_depth: str,
+                               token_list: list[str], principal: str) -> None:
+        """WsgiDAV's, with a refused LOCK's no-conflicting-lock hrefs as URLs a client can use, as
+        _get_write_conflicts gives them (WsgiDAV names the roots below the mount: /org/1/x.md)."""
+        try:
+            super()._check_lock_permission(url, lock_type, lock_scope, lock_depth, token_list, principal)
+        except DAVError as exc:
+            if exc.err_condition is not None:
+                exc.err_condition.hrefs = [h if h.startswith(MOUNT_PATH + "/") else MOUNT_PATH + h
+                                           for h in exc.err_condition.hrefs]
+            raise
 
     def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
         errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)

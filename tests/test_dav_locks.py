@@ -3,7 +3,9 @@ of servers on one PostgreSQL: without the lock token a change is 423 and nothing
 (the If header) the change goes through."""
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Iterator
+from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -82,6 +84,28 @@ def test_a_locked_note_refuses_every_change_without_its_token(pair: tuple[Dav, D
     assert artifact(db, note) is None
     # The lock went with the note.
     assert holder.req("UNLOCK", note, headers={"Lock-Token": token}).status_code in (404, 409)
+
+
+def test_finders_lock_of_an_accented_name_is_refreshed_and_released_at_the_url_it_locked(
+        pair: tuple[Dav, Dav], db: Database) -> None:
+    """macOS Finder sends names in NFD and refreshes and unlocks at the URL it locked; the note
+    is one whichever spelling names it, and so is its lock. A second LOCK meanwhile is refused
+    with 423 naming the lock's URL."""
+    holder, other = pair
+    nfd = f"{holder.g}/" + unicodedata.normalize("NFD", "Résumé.md")
+    token = lock(holder, nfd)
+    with_token = {"If": f"({token})"}
+    assert holder.put(nfd, "first", **with_token).status_code == 201
+    refused = other.req("LOCK", nfd, data=lock_body(), headers={"Depth": "0"})
+    assert refused.status_code == 423
+    hrefs = ET.fromstring(refused.content).findall(".//{DAV:}no-conflicting-lock/{DAV:}href")
+    assert [unquote(h.text) for h in hrefs] == [f"/dav/{holder.g}/Résumé.md"]
+    refreshed = holder.req("LOCK", nfd, headers={**with_token, "Timeout": "Second-600"})
+    assert refreshed.status_code == 200, refreshed.text
+    assert holder.req("UNLOCK", nfd, headers={"Lock-Token": token}).status_code == 204
+    # Unlocked: the next save's LOCK, from anyone, is granted.
+    assert other.req("LOCK", nfd, data=lock_body(), headers={"Depth": "0"}).status_code == 200
+    assert artifact(db, f"{holder.g}/Résumé.md")["content"] == "first"
 
 
 def test_a_lock_taken_through_one_gateway_stops_the_very_next_write_through_the_other(
