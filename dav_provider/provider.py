@@ -120,11 +120,16 @@ class HostDAVProvider(DAVProvider):
         elif method == "DELETE":
             self._check_unlocked(environ)
         if method == "PROPFIND" and environ.get("HTTP_DEPTH", "infinity").strip().lower() == "infinity":
-            # Depth infinity over thousands of notes is a denial of service; RFC 4918 9.1 lets a
-            # server refuse it with this precondition. Clients fall back to depth 1.
-            raise DAVError(HTTP_FORBIDDEN, context_info="PROPFIND with Depth: infinity is not supported; "
-                           "list one folder at a time with Depth: 1",
-                           err_condition=PRECONDITION_CODE_PropfindFiniteDepth)
+            if not isinstance(self.get_resource_inst(environ["PATH_INFO"], environ), FolderResource):
+                # A file's depth is 0 whatever is asked (RFC 4918 9.1 allows refusing infinity on
+                # collections only); simple clients check that a file exists with no Depth at all.
+                environ["HTTP_DEPTH"] = "0"
+            else:
+                # Depth infinity over thousands of notes is a denial of service; RFC 4918 9.1 lets
+                # a server refuse it with this precondition. Clients fall back to depth 1.
+                raise DAVError(HTTP_FORBIDDEN, context_info="PROPFIND with Depth: infinity is not supported; "
+                               "list one folder at a time with Depth: 1",
+                               err_condition=PRECONDITION_CODE_PropfindFiniteDepth)
         if method == "PROPFIND":
             fast = propfind.answer(self, environ, start_response)  # a folder's listing, or None
             if fast is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import unicodedata
 from typing import Any
+from xml.etree import ElementTree as ET
 
 import pytest
 import requests
@@ -93,6 +94,15 @@ def test_layout_only_my_organisations_and_reading(dav: Dav, db: Database, boot: 
 
     infinity = dav.req("PROPFIND", f"org/{dav.org}/", headers={"Depth": "infinity"})
     assert infinity.status_code == 403 and b"propfind-finite-depth" in infinity.content
+    # A file has no depth to refuse (RFC 4918 9.1): with Depth infinity or none at all (how simple
+    # clients ask whether a file exists) it is described alone; a missing one is 404.
+    for depth in ({"Depth": "infinity"}, {}):
+        alone = dav.req("PROPFIND", f"{dav.g}/plan.md", headers=depth)
+        assert alone.status_code == 207, (depth, alone.status_code, alone.text)
+        assert [h.text for h in ET.fromstring(alone.content).findall(".//{DAV:}response/{DAV:}href")] == [
+            f"/dav/{dav.g}/plan.md"]
+        assert dav.req("PROPFIND", f"{dav.g}/no-such.md", headers=depth).status_code == 404
+    assert dav.req("PROPFIND", f"org/{dav.org}/").status_code == 403   # a folder with no Depth: infinity
 
 
 def test_browser_views(dav: Dav) -> None:
