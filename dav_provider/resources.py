@@ -11,7 +11,7 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
-from wsgidav.dav_error import HTTP_BAD_REQUEST, DAVError
+from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_NOT_FOUND, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection
 
 from dav_provider.errors import dav_error, internal_error
@@ -67,6 +67,14 @@ class _Common:
     node: Node | None
     path: str
     environ: dict[str, Any]
+
+    def get_property_value(self, name: str) -> Any:
+        # RFC 4331's quota values are numbers; with none to give (there is no byte quota, only
+        # the owner's count of notes) the properties are absent, 404 in their propstat. WsgiDAV
+        # answered them 200 with empty elements, which clients read as 0 bytes free or fail on.
+        if name in ("{DAV:}quota-available-bytes", "{DAV:}quota-used-bytes"):
+            raise DAVError(HTTP_NOT_FOUND)
+        return super().get_property_value(name)  # type: ignore[misc]
 
     def get_creation_date(self) -> float | None:
         return self.node.created_at.timestamp() if self.node else None

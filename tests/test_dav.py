@@ -103,6 +103,16 @@ def test_layout_only_my_organisations_and_reading(dav: Dav, db: Database, boot: 
             f"/dav/{dav.g}/plan.md"]
         assert dav.req("PROPFIND", f"{dav.g}/no-such.md", headers=depth).status_code == 404
     assert dav.req("PROPFIND", f"org/{dav.org}/").status_code == 403   # a folder with no Depth: infinity
+    # Finder asks for quotas (RFC 4331). There is no byte quota: the properties are absent (404),
+    # not empty elements that clients read as "0 bytes free".
+    quota = (b'<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:quota-available-bytes/>'
+             b'<D:quota-used-bytes/><D:getcontentlength/></D:prop></D:propfind>')
+    for target in (f"{dav.g}/", f"{dav.g}/plan.md"):
+        r = dav.req("PROPFIND", target, data=quota, headers={"Depth": "0"})
+        assert r.status_code == 207
+        status_of = {prop.tag: stat.findtext("{DAV:}status")
+                     for stat in ET.fromstring(r.content).iter("{DAV:}propstat") for prop in stat.find("{DAV:}prop")}
+        assert "404" in status_of["{DAV:}quota-available-bytes"] and "404" in status_of["{DAV:}quota-used-bytes"]
 
 
 def test_browser_views(dav: Dav) -> None:
