@@ -57,6 +57,7 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
     last_modified = res.get_last_modified()
     modified = int(last_modified) if last_modified is not None else -1
     if "HTTP_IF_NONE_MATCH" in environ or "HTTP_IF_MODIFIED_SINCE" in environ:
+        headers.read_if_modified_since(environ)
         try:
             util.evaluate_http_conditionals(res, modified, etag, environ)
         except DAVError as exc:

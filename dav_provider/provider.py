@@ -107,6 +107,7 @@ class HostDAVProvider(DAVProvider):
         headers.check_path(environ)
         headers.check_if(environ)
         headers.drop_overruled_conditions(environ)
+        headers.read_if_modified_since(environ)
         if method in ("COPY", "MOVE"):
             headers.check_destination(environ)
             self._check_destination(environ)

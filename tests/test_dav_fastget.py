@@ -71,6 +71,10 @@ def test_fast_answers_equal_wsgidav_answers(server, boot, operator, fast_answers
             _same(fast, generic, f"{label} {url}")
         r = operator.get(url)
         assert r.status_code == 200 and r.text == text and r.headers["ETag"] == etag
+        # A cache sends back the Last-Modified it was given: not modified since, 304 (RFC 9110
+        # 13.1.3: "earlier or equal"), on both paths.
+        fast, generic = _both(server, operator, "GET", url, {"If-Modified-Since": r.headers["Last-Modified"]})
+        assert (fast.status_code, generic.status_code) == (304, 304), url
 
 
 def test_everything_else_goes_to_wsgidav(server, boot, operator, fast_answers) -> None:
