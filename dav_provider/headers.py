@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from wsgidav import util
-from wsgidav.dav_error import HTTP_BAD_REQUEST, HTTP_RANGE_NOT_SATISFIABLE, DAVError
+from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_BAD_REQUEST, HTTP_RANGE_NOT_SATISFIABLE, DAVError
 
 _ENCODED_SLASH = re.compile(r"%2f", re.IGNORECASE)
 
@@ -69,6 +69,40 @@ def check_destination(environ: dict[str, Any]) -> None:
     if mount and decoded != mount and not decoded.startswith(mount + "/"):
         raise bad_request(f"the Destination {raw!r} is outside {mount}/; files move and copy within "
                           f"{mount}/, {example}")
+    _check_destination_host(environ, text, path)
+
+
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _host(netloc: str, scheme: str) -> str:
+    """A Host header or URL authority in one spelling: lower case, without the scheme's default
+    port ("Notes.example.com:443" over https is "notes.example.com")."""
+    host = netloc.strip().lower().rpartition("@")[2]
+    default = _DEFAULT_PORTS.get(scheme.lower())
+    return host.removesuffix(f":{default}") if default else host
+
+
+def _check_destination_host(environ: dict[str, Any], text: str, path: str) -> None:
+    """A Destination URL names this server when its host is the request's (or the proxy's
+    X-Forwarded-Host) written either way: WsgiDAV compared them as text and answered 502 for a
+    default port written out. Such a Destination is handed on as its path. Another host is still
+    a 502 (RFC 4918 9.8.5), now with a sentence that says what to change."""
+    parts = urlsplit(text)
+    if not parts.netloc:
+        return
+    scheme = environ.get("wsgi.url_scheme", "http")
+    ours = {_host(environ.get("HTTP_HOST", ""), scheme)}
+    forwarded = environ.get("HTTP_X_FORWARDED_HOST", "").split(",")[0]
+    if forwarded.strip():
+        ours.add(_host(forwarded, environ.get("HTTP_X_FORWARDED_PROTO", scheme).split(",")[0].strip()))
+    if _host(parts.netloc, parts.scheme or scheme) not in ours:
+        raise DAVError(HTTP_BAD_GATEWAY, context_info=(
+            f"the Destination names the server {parts.netloc!r}, but this request came to "
+            f"{environ.get('HTTP_HOST', '')!r}: files move and copy within one server; send a Destination "
+            f"on this server (or just its path, {path}). Behind a reverse proxy, have it pass the Host "
+            "header on (nginx: proxy_set_header Host $host) or set X-Forwarded-Host"))
+    environ["HTTP_DESTINATION"] = path + (f"?{parts.query}" if parts.query else "")
 
 
 def check_if(environ: dict[str, Any]) -> None:

@@ -176,6 +176,24 @@ def test_a_bad_destination_is_a_400_with_a_sentence(ada: Dav, db: Database, dest
     assert f"{ada.agent}/m.md" in names and not any("\ufffd" in n or "%2F" in n or "a/b" in n for n in names)
 
 
+def test_a_destination_on_this_server_written_another_way_is_this_server(ada: Dav, db: Database) -> None:
+    """A Destination naming this server with its default port written out, or its name in
+    capitals, is this server (it was a 502: WsgiDAV compared the text); another server is still a
+    502, with a sentence that says what to send instead."""
+    src = f"{ada.agent}/m.md"
+    assert ada.req("PUT", src, data=b"m").status_code == 201
+    as_proxied = {"Host": "notes.example.com"}
+    for n, host in enumerate(("notes.example.com:80", "NOTES.example.com")):
+        dest = f"http://{host}/dav/{ada.agent}/moved{n}.md"
+        r = ada.req("MOVE", src, headers={**as_proxied, "Destination": dest})
+        assert r.status_code == 201, (host, r.status_code, r.text)
+        src = f"{ada.agent}/moved{n}.md"
+    elsewhere = ada.req("MOVE", src, headers={**as_proxied, "Destination": f"http://other.example.com/dav/{ada.agent}/x.md"})
+    assert elsewhere.status_code == 502 and "this request came to 'notes.example.com'" in said(elsewhere)
+    assert "proxy_set_header Host" in said(elsewhere)
+    assert note(db, src) is not None and note(db, f"{ada.agent}/x.md") is None
+
+
 def test_an_encoded_slash_in_a_name_is_refused(ada: Dav, db: Database) -> None:
     for encoded in ("a%2Fb.md", "a%2fb.md"):
         r = ada.req("PUT", f"{ada.agent}/{encoded}", raw=True, data=b"# x\n")
