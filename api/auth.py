@@ -19,6 +19,13 @@ from store.errors import NotFound, Unauthenticated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_NOT_FOR = {
+    "service": "not found: a service token reaches the agent tools, State and runs; this route is the "
+               "operator's (an email and password, or a member token)",
+    "user": "not found: this route is the orchestrator's (its service token, Authorization: Bearer <token>); "
+            "as an operator, use the Databases page's routes or WebDAV",
+}
+
 
 def parse_basic(header: str) -> tuple[str, str] | None:
     """(email, secret) from a 'Basic ...' Authorization value, or None when it is not one that
@@ -55,10 +62,17 @@ def requires(*kinds: str) -> Callable[[F], F]:
             principal = authenticate(current_app.extensions["hostfinder.door"],
                                      request.headers.get("Authorization"), request.remote_addr)
             if principal is None:
+                if request.headers.get("Authorization", "").strip():
+                    # Credentials were sent: saying only "required" sends a client round again
+                    # with the same ones.
+                    raise Unauthenticated(
+                        "the credentials sent were not accepted: check the email and password, or the "
+                        "token (an administrator creates one with `hostfinder admin token create`)")
                 raise Unauthenticated("authentication required: send HTTP Basic (email and password or token)"
                                       " or Authorization: Bearer <token>")
             if principal.kind not in kinds:
-                raise NotFound("not found")
+                # 404 as for a stranger; the sentence says which caller the route is for.
+                raise NotFound(_NOT_FOR.get(principal.kind, "not found"))
             g.principal = principal
             request.environ[PRINCIPAL_KEY] = principal
             return view(*args, **kwargs)

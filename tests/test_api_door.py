@@ -22,9 +22,11 @@ def test_missing_or_wrong_credentials_get_401_with_a_challenge(server, boot: dic
         r = requests.post(url, json={"query": "x"}, auth=auth)
         assert r.status_code == 401, auth
         assert r.headers["WWW-Authenticate"].startswith("Basic")
-        assert r.json()["error"].startswith("authentication required")
+        # Credentials sent are told they were not accepted, not that some are required.
+        assert r.json()["error"].startswith("authentication required" if auth is None else
+                                            "the credentials sent were not accepted"), (auth, r.json())
     r = requests.post(url, json={"query": "x"}, headers={"Authorization": "Bearer hf_not-a-token"})
-    assert r.status_code == 401
+    assert r.status_code == 401 and r.json()["error"].startswith("the credentials sent were not accepted")
 
 
 def test_service_token_reaches_the_tool_route_and_a_member_does_not(server, boot, operator, service) -> None:
@@ -35,7 +37,10 @@ def test_service_token_reaches_the_tool_route_and_a_member_does_not(server, boot
     # A member is an operator, not the orchestrator: the tool route does not exist for them.
     r = operator.post(url, json={})
     assert r.status_code == 404
-    assert r.json()["error"] == "not found"
+    assert r.json()["error"].startswith("not found: this route is the orchestrator's")
+    # And the orchestrator's token does not reach the operator's routes, told the same way.
+    r = service.get(f"{server.url}/api/collections")
+    assert r.status_code == 404 and r.json()["error"].startswith("not found: a service token reaches")
 
 
 def test_another_organisations_agent_is_not_found(server, db, boot, service) -> None:
