@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from wsgidav.dav_error import HTTP_FORBIDDEN, PRECONDITION_CODE_PropfindFiniteDepth, DAVError
+from wsgidav.dav_error import (HTTP_CONFLICT, HTTP_FORBIDDEN, HTTP_NOT_FOUND,
+                               PRECONDITION_CODE_PropfindFiniteDepth, DAVError)
 from wsgidav import util as wsgidav_util
 from wsgidav.dav_provider import DAVProvider
 
@@ -31,6 +32,18 @@ MARKDOWN_KINDS = ("note", "task", "memory", "history")
 # A rendered note is the one page a browser shows from here: no scripts, no fetches, no sniffing.
 HTML_VIEW_HEADERS = [("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
                      ("X-Content-Type-Options", "nosniff")]
+
+
+def _inside_an_organisation(tree: HostTree, path: str) -> bool:
+    """Whether ``path`` is below an organisation's folder this user sees (/org/<id>/...)."""
+    parts = path.strip("/").split("/")
+    if len(parts) < 3 or parts[0] != "org":
+        return False
+    try:
+        tree.stat(f"/org/{parts[1]}")
+    except StoreError:
+        return False
+    return True
 
 
 class HostDAVProvider(DAVProvider):
@@ -161,7 +174,7 @@ class HostDAVProvider(DAVProvider):
             return
         parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
         if self.get_resource_inst(parent, environ) is None:  # kept for WsgiDAV's own parent check
-            store_call(tree.stat, parent)                    # the tree's sentence (404)
+            self._no_folder(tree, parent, path)
         if method == "LOCK":
             # A lock on a name not written yet reserves it for the PUT that follows: a name no PUT
             # could write (a .txt file; a new folder, named with its trailing slash) is refused
@@ -178,8 +191,34 @@ class HostDAVProvider(DAVProvider):
         mount = environ.get("SCRIPT_NAME", "").rstrip("/")
         dest = unquote(urlsplit(environ["HTTP_DESTINATION"].strip()).path)[len(mount):]
         parent = dest.rstrip("/").rsplit("/", 1)[0] or "/"
-        store_call(tree.stat, parent)
+        self._no_folder(tree, parent, dest)
         store_call(tree.check_write, dest)
+
+    @staticmethod
+    def _no_folder(tree: HostTree, parent: str, path: str) -> None:
+        """Refuse a new name whose folder does not exist. Inside an organisation this user sees,
+        that is RFC 4918's 409 for a missing intermediate collection (9.7.1, 9.8.5, 9.9.4), naming
+        a folder the file could go in instead; anywhere else (another organisation, which is not
+        there at all for this user) the tree's 404 stands."""
+        try:
+            store_call(tree.stat, parent)
+            return
+        except DAVError as exc:
+            if exc.value != HTTP_NOT_FOUND or not _inside_an_organisation(tree, parent):
+                raise   # (another organisation's folder, or one of no organisation: its 404)
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        instead, above = "", parent.rstrip("/")
+        while "/" in above:   # the nearest folder above where this name could be saved
+            above = above.rsplit("/", 1)[0]
+            try:
+                tree.check_write(f"{above}/{name}")
+            except StoreError:
+                continue
+            instead = f", such as {above}/{name}"
+            break
+        flat = "; notes are flat (there are no folders inside a level's folder), so save it in an " \
+               f"existing folder{instead}" if name.lower().endswith(".md") else ""
+        raise DAVError(HTTP_CONFLICT, context_info=f"there is no folder {parent} to put {name} in{flat}")
 
     def _check_unlocked(self, environ: dict[str, Any]) -> None:
         """DELETE: WsgiDAV checks only the parent folder's locks (depth 0), so a locked note was

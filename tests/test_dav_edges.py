@@ -88,7 +88,7 @@ def test_a_pending_lock_is_unknown_to_another_organisation(ada: Dav, bob: Dav) -
     assert bob.req("GET", pending).status_code == 404
 
 
-@pytest.mark.parametrize("name, status", [("notes.txt", 403), ("newfolder.md/", 403), ("collections/none/9", 404)])
+@pytest.mark.parametrize("name, status", [("notes.txt", 403), ("newfolder.md/", 403), ("collections/none/9", 409)])
 def test_a_lock_on_a_name_no_put_could_write_is_refused(ada: Dav, name: str, status: int) -> None:
     """A lock on a name not written yet reserves it for the PUT that follows (Finder, Office): a
     name no PUT could write is refused now with the PUT's sentence, not granted a lock (201)."""
@@ -174,6 +174,19 @@ def test_a_bad_destination_is_a_400_with_a_sentence(ada: Dav, db: Database, dest
             "SELECT display_path FROM artifacts WHERE display_path LIKE %s AND deleted_at IS NULL",
             (f"{ada.agent}/%",))]
     assert f"{ada.agent}/m.md" in names and not any("\ufffd" in n or "%2F" in n or "a/b" in n for n in names)
+
+
+def test_a_new_file_in_a_folder_that_does_not_exist_is_a_409_naming_where_it_can_go(ada: Dav, db: Database) -> None:
+    """RFC 4918 9.7.1 / 9.9.4: a PUT or MOVE whose folder is missing is a 409 (it was a 404
+    'unknown file /org/1/sub', as if the file itself were what was missing)."""
+    org = ada.org
+    r = ada.req("PUT", f"{org}/sub/x.md", data=b"x")
+    assert r.status_code == 409 and f"there is no folder /{org}/sub to put x.md in" in said(r), r.text
+    assert "notes are flat" in said(r) and f"such as /{org}/x.md" in said(r)
+    assert ada.req("PUT", f"{ada.agent}/m.md", data=b"m").status_code == 201
+    moved = ada.req("MOVE", f"{ada.agent}/m.md", headers={"Destination": ada.url(f"{ada.agent}/sub/m.md")})
+    assert moved.status_code == 409 and f"such as /{ada.agent}/m.md" in said(moved), moved.text
+    assert note(db, f"{ada.agent}/m.md") is not None and note(db, f"{org}/x.md") is None
 
 
 def test_a_destination_on_this_server_written_another_way_is_this_server(ada: Dav, db: Database) -> None:

@@ -97,7 +97,7 @@ def test_refusals_and_other_requests_get_wsgidavs_answer(server, db, boot, opera
     other = admin.create_org(db, name="Elsewhere")
     other_guild = admin.create_guild(db, org_id=other["id"], name="theirs")["id"]
     base = f"{server.url}/dav/org/{org}"
-    refused = {"a missing folder": (f"{base}/guilds/999999/x.md", 404),
+    refused = {"a missing folder": (f"{base}/guilds/999999/x.md", 409),
                "another organisation's folder": (f"{server.url}/dav/org/{other['id']}/guilds/{other_guild}/x.md", 404),
                "a name that cannot be a note": (f"{remembered}/notes.txt", 403),
                "a folder": (f"{remembered}/", 405),
