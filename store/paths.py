@@ -40,7 +40,9 @@ COLLECTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
 HISTORY_NAME = re.compile(r"^([0-9]{8}T[0-9]{6}(?:[0-9]{6})?Z)-([a-z0-9][a-z0-9-]{0,40})\.md\Z")
 # An id segment: a canonical decimal of at most 18 digits, so it always fits a bigint.
 _ID = re.compile(r"^[1-9][0-9]{0,17}\Z")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 and C1 controls and the line and paragraph separators: none is visible in a file list, and
+# each breaks a name across lines (U+0085 is NEL, a newline too) in listings, logs and headers.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def nfc(text: str) -> str:
@@ -55,17 +57,22 @@ def key_problem(key: object) -> str | None:
     # The key is stored NFC, so every rule (the length above all: NFC can lengthen a key) applies
     # to that form.
     key = nfc(key)
-    if "/" in key or "\\" in key:
+    if "/" in key:
         return (f"the key {key!r} contains a '/': notes are flat, so a key is one file name "
                 "ending in .md with no folder, such as findings.md")
-    if key == ".md":
-        return "the key '.md' has no name before .md: a note key is a Markdown file name such as findings.md"
+    if "\\" in key:
+        return (f"the key {key!r} contains a '\\': Windows reads it as a folder separator, and notes are "
+                "flat, so a key is one file name ending in .md with no folder, such as findings.md")
+    if key.endswith(".md") and not key[:-3].strip():
+        return (f"the key {key!r} has no name before .md: a note key is a Markdown file name "
+                "such as findings.md")
     if not key.endswith(".md"):
         return f"the key {key!r} does not end in .md: a note key is a Markdown file name such as findings.md"
     if key.startswith("."):
         return f"the key {key!r} starts with a dot: a note key is a visible file name such as findings.md"
     if _CONTROL.search(key):
-        return f"the key {key!r} contains a control character"
+        return (f"the key {key!r} contains a control character or a line break: a note key is one line "
+                "of visible characters ending in .md, such as findings.md")
     if len(key) > MAX_KEY_LENGTH:
         return f"the key is {len(key)} characters long; at most {MAX_KEY_LENGTH} are allowed"
     return None

@@ -18,6 +18,7 @@ from store import locks, scratch
 from store.access import Actor
 from store.db import Conn, compact, on_constraint
 from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, TooLarge
+from store.paths import owner_prefix
 from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 
 MAX_CONTENT_BYTES = 262_144  # 256 KB of UTF-8 per write
@@ -141,8 +142,10 @@ _INSERT_UNDER_CAP = f"""
     SELECT coalesce((SELECT live FROM n), 0) AS owner_count, ins.* FROM (VALUES (1)) AS v LEFT JOIN ins ON true"""
 
 
-def _limit_reached(display_path: str, count: int) -> LimitReached:
-    where = display_path.rsplit("/", 1)[0] + "/"
+def _limit_reached(display_path: str, count: int, *, org_id: int, level: str, owner_id: int | None) -> LimitReached:
+    # The cap counts the owner's notes, scripts and memory together, so the sentence names the
+    # owner's folder (org/1/agents/3/), not the file's (org/1/agents/3/scripts/ holds only scripts).
+    where = owner_prefix(org_id, level, owner_id)  # type: ignore[arg-type]
     return LimitReached(f"cannot create {display_path}: {where} already holds {count:,} live files, "
                         f"the limit is {OWNER_CAP:,} per owner; delete files that are no longer needed, "
                         "or write into an existing one")
@@ -164,7 +167,7 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
          "owner": owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
          "json": content_json, "by": actor.name, "cap": OWNER_CAP}).fetchone()
     if row["id"] is None and row["owner_count"] >= OWNER_CAP:
-        raise _limit_reached(display_path, row["owner_count"])
+        raise _limit_reached(display_path, row["owner_count"], org_id=org_id, level=level, owner_id=owner_id)
     if row["id"] is None:
         return None
     row.pop("owner_count")
@@ -279,7 +282,7 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
             raise PreconditionFailed(f"{display_path} does not exist, so version {if_version} cannot match; "
                                      "write without a version to create it")
         if count >= OWNER_CAP:
-            raise _limit_reached(display_path, count)
+            raise _limit_reached(display_path, count, org_id=org_id, level=level, owner_id=owner_id)
         # Nothing was there, and a concurrent create took the path first: update it instead.
     raise PreconditionFailed(f"{display_path} changed while it was being written; try again")
 
