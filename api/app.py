@@ -2,19 +2,23 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, request, url_for
 from flask.json.provider import DefaultJSONProvider
-from werkzeug.exceptions import MethodNotAllowed
+from werkzeug.exceptions import MethodNotAllowed, NotFound
 
 from api import errors
-from api.context import AsciiIntConverter, same_origin
+from api.context import AsciiIntConverter, same_origin, unrouted
 from store import migrations
 from store.access import Door
-from store.db import Database
+from store.db import UNAVAILABLE_MESSAGE, Database, lost_connection
+from store.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 # One blueprint per area, each a module exposing ``bp``.
 BLUEPRINTS = ("api.tools", "api.agents", "api.runs", "api.file_changes", "api.collections", "api.records",
@@ -60,6 +64,24 @@ class _JSONProvider(DefaultJSONProvider):
         return text
 
 
+def _store_down(exc: Exception) -> Response:
+    """/api/health's 503 when the store cannot be read: the error shape's sentence (a person reads
+    it, not a Python class name such as OperationalError) beside ok and store, with Retry-After.
+    An outage is an answer, not a fault of ours; anything else is logged whole for the operator."""
+    if isinstance(exc, StoreError):
+        sentence = exc.message
+    elif lost_connection(exc):
+        sentence = UNAVAILABLE_MESSAGE
+    else:
+        log.exception("the health check could not read the store")
+        sentence = ("the store's database answered with an error when its schema version was read; "
+                    "the gateway's log has the details")
+    resp = jsonify({"ok": False, "store": "unreachable", "error": sentence, "problems": [], "status": 503})
+    resp.status_code = 503
+    resp.headers["Retry-After"] = str(getattr(exc, "retry_after", None) or 2)
+    return resp
+
+
 def create_app(db: Database, *, door: Door | None = None) -> Flask:
     app = Flask("hostfinder.api", static_folder=None)
     app.json = _JSONProvider(app)
@@ -75,6 +97,16 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
                                           f"{', '.join(allowed)}")
         resp.headers["Allow"] = ", ".join(allowed)
         return resp
+
+    @app.errorhandler(NotFound)
+    def _not_found(exc: NotFound) -> Response:
+        # Werkzeug's sentence for a URL no route matched ("If you entered the URL manually please
+        # check your spelling") is for a page; a program needs the route it missed, or the id the
+        # route refused, and where the routes are listed.
+        if request.url_rule is not None:  # raised by a view: its own sentence
+            return errors.error_response(404, exc.description or exc.name)
+        return errors.error_response(404, unrouted(app.url_map, request.method, request.path,
+                                                   url_for("openapi.openapi_document")))
     # <int:id> in routes: ASCII digits within bigint only ('/api/collections/١' is no id).
     app.url_map.converters["int"] = AsciiIntConverter
 
@@ -101,7 +133,7 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
                 version = migrations.current_version(conn)
                 missing = migrations.missing(conn)
         except Exception as exc:  # the point of the route is to report this, not to raise it
-            return jsonify({"ok": False, "store": "unreachable", "error": type(exc).__name__}), 503
+            return _store_down(exc)
         latest = migrations.latest_version()
         return jsonify({"ok": not missing, "store": "reachable", "schema_version": version,
                         "schema_latest": latest})

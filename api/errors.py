@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, jsonify
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException
 
 from store import errors as e
 
@@ -34,6 +34,16 @@ STATUS: dict[type[e.StoreError], int] = {
     e.Unavailable: 503,
     e.StoreError: 400,
 }
+
+
+class Malformed(BadRequest):
+    """400: a request no route can read at all (a body that is not UTF-8, or not JSON). Not a store
+    error: the store never sees such a request, and DAV and FUSE, whose tables name every store
+    error, never meet one. RFC 9110 keeps 422 for content that parses and breaks a rule."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(description=message)
+        self.problems = problems or []
 
 
 def status_of(exc: e.StoreError) -> int:
@@ -67,7 +77,7 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
-        return error_response(exc.code or 500, exc.description or exc.name)
+        return error_response(exc.code or 500, exc.description or exc.name, getattr(exc, "problems", None))
 
     @app.errorhandler(Exception)
     def _server_error(exc: Exception) -> Response:

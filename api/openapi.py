@@ -240,7 +240,7 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("/api/file-changes/latest", "post"): Op(
         "The newest change per path (display_paths in the body)",
         body=_body(("display_paths",), display_paths={"type": "array", "minItems": 1, "items": _TEXT}),
-        tags=("provenance",), extra={422: "the body is not JSON, or no display path given"}),
+        tags=("provenance",), extra={422: "no display path given"}),
 }
 
 _COLUMN = {
@@ -310,8 +310,9 @@ _ERRORS = {401: "no or wrong credentials", 404: "unknown, or another organisatio
            429: "too many failed logins for this account or from this address; Retry-After says when to try again"}
 # Every route reads the store; while it cannot be reached the gateway says so (with Retry-After).
 _UNAVAILABLE = {503: "the store is unreachable for now; Retry-After says when to try again"}
-_BAD_BODY = (f"the body is not JSON (or nested deeper than {MAX_JSON_DEPTH} levels), or breaks a rule, "
-             "with every problem")
+_BAD_BODY = (f"the body is nested deeper than {MAX_JSON_DEPTH} levels, or breaks a rule, with every problem")
+# A body that cannot be read at all (RFC 9110 keeps 422 for content that parses).
+_UNREADABLE = "the body is not JSON, or not UTF-8: the sentence says where the reading stopped and why"
 _TOO_LARGE = "the body is larger than the route takes"
 
 
@@ -371,7 +372,9 @@ def _operation(op: Op, params: list[dict[str, Any]], endpoint: str,
     responses: dict[str, Any] = {str(op.status): ok}
     error = {_JSON: {"schema": _ref("Error")}}
     statuses = {**(_ERRORS if op.auth else {}), **_UNAVAILABLE,
-                **({413: _TOO_LARGE, 422: _BAD_BODY} if op.body is not None else {}), **op.extra}
+                **({400: _UNREADABLE, 413: _TOO_LARGE, 422: _BAD_BODY} if op.body is not None else {}), **op.extra}
+    if op.body is not None and 400 in op.extra:  # a route's own 400 (headers refused at the door) adds to it
+        statuses[400] = f"{op.extra[400]}; or {_UNREADABLE}"
     for status, why in sorted(statuses.items()):
         # A further success (POST records: 200 when merged) has the operation's own schema.
         responses[str(status)] = {"description": why,

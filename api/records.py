@@ -15,18 +15,27 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from api.auth import principal, requires
-from api.context import INT64_MAX, check_shape, db, if_match_version, json_body, number_problem, too_deep
+from api.context import (INT64_MAX, check_shape, db, if_match_version, json_body, json_mistake, number_problem,
+                         too_deep, too_long_number)
 from store import member_records
+from store.errors import Invalid
 
 bp = Blueprint("records", __name__)
 
 EXPORT_CHUNK = 500
 
 
-def _json_arg(name: str) -> Any:
+# What a person may have meant by each JSON argument, for a refusal of text that is not JSON.
+_JSON_EXAMPLE = {"where": 'an object such as {"status": "new"}',
+                 "order": '{"column": "updated_at", "direction": "desc"}, or the plain text "updated_at desc"'}
+
+
+def _json_arg(name: str, broken: dict[str, str]) -> Any:
     """A query-string argument holding JSON. Text that is not JSON goes to the store as the string
-    it is: the store says what the argument should be, in one 422 with every other argument's
-    problem (order may be the plain string "column desc" anyway)."""
+    it is, so the store reports every other argument's problem in the same 422, and the sentence
+    saying why it is not JSON is kept in ``broken`` to stand in for the store's (which would call
+    {"status": "new",} the wrong kind of value: it is JSON gone wrong). order may be the plain
+    string "column desc": text that does not start like JSON is not broken JSON."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return None
@@ -34,10 +43,31 @@ def _json_arg(name: str) -> Any:
         value = json.loads(raw)
     except RecursionError:  # the decoder recurses once per level: thousands of [ are not a filter
         too_deep(name)
-    except ValueError:
+    except ValueError as exc:
+        if name != "order" or raw.lstrip().startswith(("{", "[", '"')):
+            mistake = json_mistake(exc, lines=False)
+            if mistake is None:
+                too_long_number(name)
+            broken[name] = f"{name} is not valid JSON: {mistake}; send {_JSON_EXAMPLE[name]}"
         return raw
     check_shape(value, name)
     return value
+
+
+def _not_json(exc: Invalid | None, broken: dict[str, str]) -> Invalid:
+    """The store's refusal (``exc``) with its problem of each argument in ``broken`` replaced by
+    the sentence saying why the argument is not JSON, in the store's order of problems. (A text
+    where or a text order starting like JSON is always one of the store's problems.)"""
+    problems = list(exc.problems) if exc is not None else []
+    message = exc.message if exc is not None else ""
+    for i, problem in enumerate(problems):
+        name = problem.split(":", 1)[0]
+        if name in broken:
+            problems[i] = broken[name]
+            message = message.replace(problem, broken[name])
+    missing = [sentence for sentence in broken.values() if sentence not in problems]
+    problems = [*missing, *problems]
+    return Invalid(message if exc is not None and not missing else "; ".join(problems), problems)
 
 
 def _int_arg(name: str) -> Any:
@@ -55,10 +85,17 @@ def list_or_search(collection_id: int):  # type: ignore[no-untyped-def]
     """{total, records, columns}: a listing (where, since, order, limit, offset), or with query the
     text search: the hits ranked (or sorted by order), narrowed by where and since, paged by limit
     and offset."""
-    return jsonify(member_records.find(
-        db(), principal(), collection_id, query=request.args.get("query"), where=_json_arg("where"),
-        since=request.args.get("since") or None, order=_json_arg("order"),
-        limit=_int_arg("limit"), offset=_int_arg("offset")))
+    broken: dict[str, str] = {}
+    try:
+        found = member_records.find(
+            db(), principal(), collection_id, query=request.args.get("query"), where=_json_arg("where", broken),
+            since=request.args.get("since") or None, order=_json_arg("order", broken),
+            limit=_int_arg("limit"), offset=_int_arg("offset"))
+    except Invalid as exc:
+        raise (_not_json(exc, broken) if broken else exc) from None
+    if broken:
+        raise _not_json(None, broken)
+    return jsonify(found)
 
 
 @bp.post("/api/collections/<int:collection_id>/records")
