@@ -10,6 +10,7 @@ from store import locks, sessions, tasks
 from store.access import SYSTEM, hash_password, new_token
 from store.db import Conn, Database, on_constraint
 from store.errors import Conflict, Invalid, NotFound
+from store.values import shown
 
 GRANT_FLAGS = ("read_guild", "write_guild", "read_org", "write_org")
 RUN_KINDS = ("chat", "schedule", "studio", "group", "manual")
@@ -241,9 +242,9 @@ def _check_run_fields(*, kind: object = "chat", status: object = "running", rout
     """Every problem of a run's fields at once (they may come from an HTTP body)."""
     problems = []
     if kind not in RUN_KINDS:
-        problems.append(f"kind {kind!r} is not one of {', '.join(RUN_KINDS)}")
+        problems.append(f"kind {shown(kind)} is not one of {', '.join(RUN_KINDS)}")
     if status not in RUN_STATUSES:
-        problems.append(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
+        problems.append(f"status {shown(status)} is not one of {', '.join(RUN_STATUSES)}")
     if routine is not None and not (isinstance(routine, str) and 1 <= len(routine) <= 200):
         problems.append("routine must be the schedule's name, 1 to 200 characters")
     if problems:

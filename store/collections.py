@@ -25,6 +25,7 @@ from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, is_id, nfc
 from store.provenance import append_changes, record_change
 from store.records import remove_all
+from store.values import shown
 
 MAX_COLLECTIONS = 100
 MAX_PURPOSE = 400
@@ -151,7 +152,7 @@ def _purpose_problem(purpose: object) -> str | None:
     if purpose is None or (isinstance(purpose, str) and not purpose.strip()):
         return f"purpose is required: a sentence, at most {MAX_PURPOSE} characters, saying what the table is for"
     if not isinstance(purpose, str):
-        return f"purpose must be a string; got {type(purpose).__name__}"
+        return f"purpose must be a string; got {shown(purpose)}"
     if len(purpose) > MAX_PURPOSE:
         return f"purpose is {len(purpose)} characters; at most {MAX_PURPOSE} are allowed"
     return None
@@ -160,7 +161,7 @@ def _purpose_problem(purpose: object) -> str | None:
 def _guild_problem(guild_id: object) -> str | None:
     if guild_id is None or is_id(guild_id):
         return None
-    return f"guild_id must be a guild's id, or null for an organisation table; got {guild_id!r}"
+    return f"guild_id must be a guild's id, or null for an organisation table; got {shown(guild_id)}"
 
 
 def _rejected(problems: list[str]) -> Invalid:
@@ -403,12 +404,12 @@ def _grant_body(body: object, modes: tuple[str, ...], subject: str) -> tuple[int
             problems.append(f'unknown field "{key}"; a grant takes collection_id and mode')
     cid = body.get("collection_id")
     if not is_id(cid):
-        problems.append(f"collection_id must be a collection's id; got {cid!r}")
+        problems.append(f"collection_id must be a collection's id; got {shown(cid)}")
     if "mode" not in body:
         problems.append(f"mode is required: {', '.join(modes)}, or null to remove the {subject}'s grant")
     elif body["mode"] is not None and body["mode"] not in modes:
         problems.append(f"mode must be {', '.join(modes)}, or null to remove the {subject}'s grant; "
-                        f"got {body['mode']!r}")
+                        f"got {shown(body['mode'])}")
     if problems:
         raise _grant_rejected(problems)
     return cid, body["mode"]  # type: ignore[return-value]

@@ -31,6 +31,7 @@ from store.storage import check_content, insert_artifact
 from store.paths import HISTORY_NAME, history_path, memory_path
 from store.provenance import actor_params, announce, change_cte, notify_change, record_change
 from store.tools import Arg, tool
+from store.values import shown
 
 SOURCE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}\Z")
 _COLUMNS = "id, display_path, content, version, created_at, updated_at, updated_by, content_json"
@@ -85,7 +86,7 @@ def write_memory(conn: Conn, org_id: int, agent_id: int, content: str, actor: Ac
     checked under the row lock; 0 means the agent has no memory yet (the Host's empty memory.md)."""
     check_content(content, "memory")
     if not isinstance(source, str) or not SOURCE.fullmatch(source):
-        msg = f"source {source!r} must be a short slug such as agent or operator"
+        msg = f"source {shown(source)} must be a short slug such as agent or operator"
         raise Invalid(msg, [msg])
     path = memory_path(org_id, agent_id)
     meta = json.dumps({"source": source})

@@ -47,6 +47,7 @@ from store.paths import (LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_
 from store.storage import (NOTE_COLUMNS, OWNER_CAP, check_content, owner_columns, owner_key, refuse_new_name,
                            retire, owner_where, relocate_artifact, save_artifact, soft_delete_artifact)
 from store.tools import Arg, tool
+from store.values import shown
 
 
 class NoteRef(NamedTuple):
@@ -64,7 +65,7 @@ class NoteRef(NamedTuple):
 def level_problem(level: object) -> str | None:
     if level in LEVELS:
         return None
-    return f"level {level!r} is not one of agent, guild, org"
+    return f"level {shown(level)} is not one of agent, guild, org"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,17 +243,17 @@ def _target_for(call: AgentCall, path: object, tool_name: str) -> Target:
     if target.family in ("collection", "record"):
         if tool_name == "note_get":
             msg = (f"{asked} refused: {path} is a {target.family}, not a note; read records with "
-                   f"record_search (words in the values) or record_list (collection {target.name!r})")
+                   f"record_search (words in the values) or record_list (collection {shown(target.name)})")
         elif target.family == "record":
-            msg = (f"{asked} refused: {path} is a record of collection {target.name!r}, not a note; "
-                   f"remove it with record_remove (collection {target.name!r}, id {target.record_id})")
+            msg = (f"{asked} refused: {path} is a record of collection {shown(target.name)}, not a note; "
+                   f"remove it with record_remove (collection {shown(target.name)}, id {target.record_id})")
         else:
             msg = (f"{asked} refused: {path} is a collection, not a note; collections are managed by the "
                    "operator, and agents cannot delete them")
         raise Invalid(msg, [msg])
     if target.family == "script":
         tool = "script_get" if tool_name == "note_get" else "script_delete"
-        msg = f"{asked} refused: {path} is a script, not a note; use {tool} with name {target.name!r}"
+        msg = f"{asked} refused: {path} is a script, not a note; use {tool} with name {shown(target.name)}"
         raise Invalid(msg, [msg])
     if target.family in ("task", "memory"):
         if target.family == "task":

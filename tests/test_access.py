@@ -172,8 +172,8 @@ def test_bad_grant_bodies_list_every_problem(world, operator) -> None:
     assert r.status_code == 422
     assert r.json()["problems"] == [
         'unknown field "why"; a grant takes collection_id and mode',
-        "collection_id must be a collection's id; got 'ledger'",
-        "mode must be read, write, or null to remove the guild's grant; got 'none'"]
+        'collection_id must be a collection\'s id; got "ledger"',
+        'mode must be read, write, or null to remove the guild\'s grant; got "none"']
     r = operator.put(f"{w['url']}/api/agents/{w['agent']}/collection-access", json={"collection_id": t["id"]})
     assert r.status_code == 422
     assert r.json()["problems"] == ["mode is required: read, write, none, or null to remove the agent's grant"]

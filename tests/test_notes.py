@@ -110,7 +110,7 @@ def test_every_problem_at_once(call) -> None:
     status, body = call("note_write", {"level": "team", "key": "a/b.md", "content": "x"})
     assert status == 422
     assert len(body["problems"]) == 2
-    assert "level 'team' is not one of agent, guild, org" in body["problems"][0]
+    assert 'level "team" is not one of agent, guild, org' in body["problems"][0]
     assert "contains a '/'" in body["problems"][1]
     status, body = call("note_write", {"level": 3, "content": ["x"], "colour": "red"})
     assert status == 422

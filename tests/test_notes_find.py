@@ -69,7 +69,7 @@ def test_limit_default_maximum_and_bad_arguments(db, boot, find) -> None:
     assert status == 422
     assert body["problems"] == [
         'query: give one or more words to search for, such as pricing OR "launch plan"',
-        "level: level 'team' is not one of agent, guild, org; leave it out to search every level this agent reads",
+        'level: level "team" is not one of agent, guild, org; leave it out to search every level this agent reads',
         "limit: 101 is outside 1..100; the default is 20"]
 
 

@@ -37,7 +37,7 @@ def test_a_bad_run_lists_every_problem(server, boot, service) -> None:
     r = service.post(f"{server.url}/api/runs", json={"agent_id": boot["agent_id"], "kind": "nap",
                                                       "status": "sleeping"})
     assert r.status_code == 422
-    assert r.json()["problems"] == ["kind 'nap' is not one of chat, schedule, studio, group, manual",
-                                    "status 'sleeping' is not one of queued, running, succeeded, failed, cancelled"]
+    assert r.json()["problems"] == ['kind "nap" is not one of chat, schedule, studio, group, manual',
+                                    'status "sleeping" is not one of queued, running, succeeded, failed, cancelled']
     r = service.post(f"{server.url}/api/runs", json={"agent": 1})
     assert r.status_code == 422 and "unknown field" in r.json()["problems"][0]
