@@ -212,6 +212,10 @@ class FileResource(_Common, DAVNonCollection):
         return {"type": "File"}
 
     def get_content(self) -> io.BytesIO:
+        if self.node is None:
+            # A name locked before its first PUT (Finder's and Office's first step): RFC 4918 7.3
+            # makes it an empty resource until then, so GET reads nothing, as HEAD already said.
+            return io.BytesIO(b"")
         return io.BytesIO(store_call(tree_of(self.environ).read, self.path))
 
     def prevent_locking(self) -> bool:

@@ -78,6 +78,10 @@ def test_a_pending_lock_is_unknown_to_another_organisation(ada: Dav, bob: Dav) -
     # Ada still sees her pending name and its lock (Finder's LOCK-then-PUT).
     mine = ada.req("PROPFIND", pending, headers={"Depth": "0"})
     assert mine.status_code == 207 and b"ada-secret-owner" in mine.content
+    # To her it is an empty file until its PUT (RFC 4918 7.3): HEAD and GET agree.
+    head, get = ada.req("HEAD", pending), ada.req("GET", pending)
+    assert (head.status_code, head.headers["Content-Length"]) == (200, "0")
+    assert (get.status_code, get.content) == (200, b""), get.text[:200]
     # Bob, of another organisation, learns nothing: the same 404 as for a name never locked.
     seen = bob.req("PROPFIND", pending, headers={"Depth": "0"})
     assert seen.status_code == 404 and b"ada-secret-owner" not in seen.content

@@ -251,7 +251,7 @@ def test_a_note_open_in_word_over_webdav_is_not_saved_over(browser: Browser, boo
     assert ok(note_get(server, service, agent, path))["content"] == "my edit in the browser\n"
 
 
-def test_a_new_note_at_a_name_finder_has_locked_is_refused(boot, server, operator) -> None:
+def test_a_new_note_at_a_name_finder_has_locked_is_refused(boot, server, operator, service) -> None:
     """Finder LOCKs a new name before it uploads (a lock-null name): New note in the web app at
     that name is refused with the holder's name, creating nothing, as the mount refuses it."""
     org = boot["org_id"]
@@ -264,7 +264,8 @@ def test_a_new_note_at_a_name_finder_has_locked_is_refused(boot, server, operato
                   data={"csrf_token": token, "scope": "org", "name": "pending", "content": "typed here\n"})
     assert made.status_code == 423 and f"/{path} is locked by a WebDAV client of {boot['email']}" in made.text
     assert "typed here" in made.text
-    assert operator.get(f"{server.url}/dav/{path}").status_code == 404
+    assert note_get(server, service, boot["agent_id"], path).status_code == 404   # nothing was created
+    assert operator.get(f"{server.url}/dav/{path}").content == b""   # still Finder's empty locked name
 
 
 def test_a_side_files_name_is_refused_for_a_new_note_and_a_rename(boot, server, service, operator) -> None:
