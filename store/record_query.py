@@ -240,6 +240,10 @@ def parse_since(since: object, problems: list[str]) -> datetime | None:
     if since is None:
         return None
     moment = parse_datetime(since) if isinstance(since, str) else "unparsable"
+    if moment == "out of range":
+        problems.append(f"since: {shown(since)} falls outside the years 0001 to 9999 once in UTC; "
+                        "send a timestamp within them, such as a wake-up's previous_run_at")
+        return None
     if not isinstance(moment, datetime):
         problems.append("since: expected an ISO 8601 timestamp with a timezone, such as a wake-up's previous_run_at"
                         f" (2024-05-01T09:30:00Z); got {shown(since)}")

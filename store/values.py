@@ -50,7 +50,7 @@ def utc_iso(moment: datetime) -> str:
 
 
 def parse_datetime(value: str) -> datetime | str:
-    """The aware datetime, or the reason it is not one ('unparsable' or 'no timezone')."""
+    """The aware datetime, or the reason it is not one ('unparsable', 'no timezone' or 'out of range')."""
     text = value.strip()
     # ASCII and printable only: fromisoformat stops reading at a NUL, so "…Z\x00 anything" would
     # pass as the datetime before it.
@@ -67,7 +67,7 @@ def parse_datetime(value: str) -> datetime | str:
         # has no stored form.
         moment.astimezone(timezone.utc)
     except OverflowError:
-        return "unparsable"
+        return "out of range"
     return moment
 
 
@@ -105,6 +105,9 @@ def check_value(column: Column, value: object) -> tuple[Any, str | None]:
         if moment == "no timezone":
             return None, (f"datetime without a timezone; got {shown(value)}; add Z or an offset, "
                           "such as 2024-05-01T09:30:00+02:00")
+        if moment == "out of range":
+            return None, (f"datetime {shown(value)} falls outside the years 0001 to 9999 once in UTC, "
+                          "where datetimes are stored; send one within them")
         return utc_iso(moment), None  # type: ignore[arg-type]
     if kind == "array":
         return _check_array(column, value)
