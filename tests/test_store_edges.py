@@ -3,7 +3,6 @@ writers, values at the limits of their type, names that look like others (Unicod
 trailing newline, NFD text), and schema changes whose outcome depended on row order."""
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
