@@ -105,6 +105,22 @@ def _check_destination_host(environ: dict[str, Any], text: str, path: str) -> No
     environ["HTTP_DESTINATION"] = path + (f"?{parts.query}" if parts.query else "")
 
 
+def check_simple_headers(environ: dict[str, Any]) -> None:
+    """Depth, Overwrite and UNLOCK's Lock-Token, which WsgiDAV refuses in words that do not say
+    what would work ("Invalid Depth header: '2'.", "Missing lock token.")."""
+    depth = environ.get("HTTP_DEPTH")
+    if depth is not None and depth.strip().lower() not in ("0", "1", "infinity"):
+        raise bad_request(f"the Depth header {depth[:40]!r} is not one of 0, 1 or infinity (RFC 4918 10.2); "
+                          "list a folder with Depth: 1")
+    overwrite = environ.get("HTTP_OVERWRITE")
+    if overwrite is not None and overwrite.strip().upper() not in ("T", "F"):
+        raise bad_request(f"the Overwrite header {overwrite[:40]!r} is neither T nor F (RFC 4918 10.6): "
+                          "send T to replace a file at the destination, F to refuse to")
+    if environ.get("REQUEST_METHOD") == "UNLOCK" and not environ.get("HTTP_LOCK_TOKEN", "").strip("<> "):
+        raise bad_request("UNLOCK needs a Lock-Token header naming the lock to remove, as the LOCK's answer "
+                          "gave it: Lock-Token: <opaquelocktoken:...>")
+
+
 def check_if(environ: dict[str, Any]) -> None:
     """RFC 4918 10.4: a malformed If header is a 400, not a condition silently dropped."""
     raw = environ.get("HTTP_IF")

@@ -118,6 +118,7 @@ class HostDAVProvider(DAVProvider):
         method = environ.get("REQUEST_METHOD")  # (the lock cache was reset at the request's start: app.py)
         self.tree(environ)  # whose request this is, before any lock is looked at (locks.viewing)
         headers.check_path(environ)
+        headers.check_simple_headers(environ)
         headers.check_if(environ)
         headers.drop_overruled_conditions(environ)
         headers.read_if_modified_since(environ)

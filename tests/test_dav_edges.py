@@ -221,6 +221,22 @@ def test_an_encoded_slash_in_a_name_is_refused(ada: Dav, db: Database) -> None:
     assert note(db, f"{ada.agent}/100%.md") is not None
 
 
+@pytest.mark.parametrize("method, headers, says", [
+    ("PROPFIND", {"Depth": "2"}, "is not one of 0, 1 or infinity"),
+    ("MOVE", {"Overwrite": "maybe"}, "is neither T nor F"),
+    ("UNLOCK", {}, "UNLOCK needs a Lock-Token header"),
+])
+def test_a_bad_depth_overwrite_or_missing_lock_token_says_what_would_work(ada: Dav, db: Database, method: str,
+                                                                         headers: dict[str, str], says: str) -> None:
+    src = f"{ada.agent}/h.md"
+    assert ada.req("PUT", src, data=b"h").status_code == 201
+    if method == "MOVE":
+        headers = {**headers, "Destination": ada.url(f"{ada.agent}/moved.md")}
+    r = ada.req(method, src, headers=headers)
+    assert r.status_code == 400 and says in said(r), (r.status_code, r.text[:400])
+    assert note(db, src) is not None and note(db, f"{ada.agent}/moved.md") is None
+
+
 # -- 9. If and Range ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("header", ["garbage", "(", "(<x>", "<http://h/x>", "()"])
