@@ -299,7 +299,8 @@ def note_get(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, A
 
 
 @tool("note_write", "Create or replace a note at a level (agent, guild or org) under a key (a .md file name).",
-      level=Arg("string", required=True), key=Arg("string", required=True), content=Arg("string", required=True))
+      level=Arg("string", required=True, check=level_problem), key=Arg("string", required=True, check=key_problem),
+      content=Arg("string", required=True))
 def note_write(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
     level, key = args["level"], args["key"]
     problems = [p for p in (level_problem(level),) if p]

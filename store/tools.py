@@ -31,6 +31,9 @@ class Arg:
     type: str
     required: bool = False
     description: str = ""
+    # What is wrong with a value of the right type, or None: checked with the types, so that one
+    # refusal lists a bad level beside a content of the wrong type.
+    check: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ def check_args(spec: dict[str, Arg], args: object, tool_name: str) -> dict[str, 
             ok = False
         if not ok:
             problems.append(f"{name}: expected {arg.type}; got {_json_type(value)}")
+        elif arg.check is not None and (problem := arg.check(value)):
+            problems.append(f"{name}: {problem}")
     if problems:
         raise Invalid(f"{tool_name} arguments rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
     return {k: v for k, v in args.items() if v is not None}

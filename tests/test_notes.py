@@ -117,6 +117,10 @@ def test_every_problem_at_once(call) -> None:
     assert body["problems"] == ["colour: unknown argument; note_write takes level, key, content",
                                 "level: expected string; got number", "key: required (string)",
                                 "content: expected string; got array"]
+    # A wrong type does not hide the other arguments' bad values: all in one refusal.
+    status, body = call("note_write", {"level": "team", "key": "a/b.md", "content": 5})
+    assert status == 422
+    assert [p.split(":")[0] for p in body["problems"]] == ["level", "key", "content"], body["problems"]
 
 
 def test_size_cap_counts_utf8_bytes_at_exactly_the_limit(call, boot) -> None:
