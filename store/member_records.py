@@ -9,7 +9,7 @@ change (record_update).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from store import records
@@ -20,15 +20,30 @@ from store.errors import Invalid
 from store.grants import Collection
 
 
-def body_of(payload: object) -> Any:
-    """The record values a change sends: the "body" field of the request's object."""
+def body_of(payload: object) -> tuple[Any, list[str]]:
+    """The record values a change sends (the "body" field of the request's object), and the
+    problems of the fields beside it, reported with the body's own (see _with)."""
     msg = 'send {"body": {...}} with the record\'s column values'
     if not isinstance(payload, dict) or "body" not in payload:
         raise Invalid(f"the request needs a body field: {msg}", [f"body: required; {msg}"])
     unknown = [f'unknown field "{key}"; {msg} and nothing beside it' for key in payload if key != "body"]
+    return payload["body"], unknown
+
+
+def _with(unknown: list[str], write: Callable[[], records.WriteResult]) -> records.WriteResult:
+    """``write`` (in the caller's transaction), refused with every problem at once when the request
+    also held unknown fields: the body's own problems beside them, or theirs alone, in which case
+    raising here undoes the write."""
+    try:
+        result = write()
+    except Invalid as exc:
+        if not unknown:
+            raise
+        problems = [*unknown, *exc.problems]
+        raise Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems) from None
     if unknown:
-        raise Invalid("record rejected:\n" + "\n".join(f"- {p}" for p in unknown), unknown)
-    return payload["body"]
+        raise Invalid("record rejected\n" + "\n".join(f"- {p}" for p in unknown), unknown)
+    return result
 
 
 def find(db: Database, principal: Principal, collection_id: int, *, query: str | None = None,
@@ -57,20 +72,21 @@ def get(db: Database, principal: Principal, collection_id: int, record_id: int) 
 def add(db: Database, principal: Principal, collection_id: int, payload: object) -> records.WriteResult:
     """A new record, or, when the unique column matches a live record, the body merged into it
     (``merged`` is then that record's id)."""
-    body = body_of(payload)
+    body, unknown = body_of(payload)
     with db.transaction() as conn:
         collection = collection_for_member(conn, principal, collection_id, lock=True)
-        return records.record_add(conn, collection, body, principal.actor)
+        return _with(unknown, lambda: records.record_add(conn, collection, body, principal.actor))
 
 
 def update(db: Database, principal: Principal, collection_id: int, record_id: int,
            payload: object, *, if_version: int | None = None) -> records.WriteResult:
     """The columns that change (null clears an optional one); ``if_version`` (If-Match): only
     while the record is still at that version."""
-    body = body_of(payload)
+    body, unknown = body_of(payload)
     with db.transaction() as conn:
         collection = collection_for_member(conn, principal, collection_id, lock=True)
-        return records.record_update(conn, collection, record_id, body, principal.actor, if_version=if_version)
+        return _with(unknown, lambda: records.record_update(conn, collection, record_id, body, principal.actor,
+                                                            if_version=if_version))
 
 
 def remove(db: Database, principal: Principal, collection_id: int, record_id: int) -> int:

@@ -83,6 +83,13 @@ def test_a_record_write_refuses_a_field_beside_body(server, operator, db) -> Non
     r = operator.patch(f"{records}/{rid}", json={"body": {"title": "two"}, "version": 1})
     assert r.status_code == 422, r.text
     assert operator.get(f"{records}/{rid}").json()["title"] == "one"
+    # A body with problems of its own: listed with the field beside it, in one refusal.
+    r = operator.post(records, json={"body": {"title": 5, "colour": "red"}, "extra": 1})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"].startswith("record rejected\n")
+    assert [p.split(";")[0].split(":")[0] for p in r.json()["problems"]] == [
+        'unknown field "extra"', 'column "title"', 'column "colour"'], r.json()["problems"]
+    assert operator.get(records).json()["total"] == 1
 
 
 def test_a_bad_where_is_reported_with_every_other_listing_problem(server, operator) -> None:
