@@ -24,6 +24,7 @@ from store.errors import Invalid, NotFound, PreconditionFailed
 from store.storage import check_content
 from store.paths import task_path
 from store.provenance import record_change
+from store.values import shown
 
 MAX_REVISIONS = 50
 
@@ -95,13 +96,16 @@ def task_revisions(conn: Conn, org_id: int, agent_id: int) -> list[dict]:
 
 def text_of(body: object) -> str:
     """The task a JSON body sends: {"task": "..."} and nothing else."""
-    if not isinstance(body, dict) or not isinstance(body.get("task"), str):
-        msg = 'send the task as JSON {"task": "..."} or as the Markdown itself with Content-Type: text/markdown'
-        raise Invalid(msg, ["task: required (string)"])
-    extra = sorted(set(body) - {"task"})
-    if extra:
-        msg = f"unknown fields {', '.join(extra)}; the body is {{\"task\": \"...\"}}"
-        raise Invalid(msg, [f"{k}: unknown field" for k in extra])
+    how = 'send the task as JSON {"task": "..."} or as the Markdown itself with Content-Type: text/markdown'
+    if not isinstance(body, dict):
+        raise Invalid(how, ["task: required (string)"])
+    problems = [f'{k}: unknown field; the body is {{"task": "..."}}' for k in sorted(set(body) - {"task"})]
+    if "task" not in body:
+        problems.insert(0, "task: required (string)")
+    elif not isinstance(body["task"], str):
+        problems.insert(0, f"task: expected a string of Markdown; got {shown(body['task'])}")
+    if problems:
+        raise Invalid(f"{how}\n" + "\n".join(f"- {p}" for p in problems), problems)
     return body["task"]
 
 

@@ -44,6 +44,11 @@ def test_bad_bodies_caps_and_strangers(server, db, boot, operator, service) -> N
     base = f"{server.url}/api/agents/{boot['agent_id']}/task"
     r = operator.put(base, json={"text": "x"})
     assert r.status_code == 422 and 'send the task as JSON {"task": "..."}' in r.json()["error"]
+    assert [p.split(":")[0] for p in r.json()["problems"]] == ["task", "text"], r.json()
+    # A task of the wrong type is told so (not that it is missing), beside a field it does not take.
+    r = operator.put(base, json={"task": 5, "x": 1})
+    assert r.status_code == 422 and r.json()["problems"] == [
+        "task: expected a string of Markdown; got 5", 'x: unknown field; the body is {"task": "..."}']
     r = operator.put(base, json={"task": "x" * 262_145})
     assert r.status_code == 413 and "262,145 bytes" in r.json()["error"]
     assert operator.put(base, json={"task": "x" * 262_144}).status_code == 200
