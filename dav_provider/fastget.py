@@ -57,7 +57,10 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
     last_modified = res.get_last_modified()
     modified = int(last_modified) if last_modified is not None else -1
     if "HTTP_IF_NONE_MATCH" in environ or "HTTP_IF_MODIFIED_SINCE" in environ:
-        headers.read_if_modified_since(environ)
+        # (As WsgiDAV: 304 for an If-Modified-Since later than the last change, not for one equal
+        # to it. Dates are whole seconds, and a note saved twice within one second keeps its
+        # Last-Modified: a client holding the first save would be told its copy is current, as
+        # davfs2 then was. An ETag, If-None-Match, says 304 exactly.)
         try:
             util.evaluate_http_conditionals(res, modified, etag, environ)
         except DAVError as exc:

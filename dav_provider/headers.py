@@ -12,7 +12,6 @@ import re
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from wsgidav import util
 from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_BAD_REQUEST, HTTP_RANGE_NOT_SATISFIABLE, DAVError
 
 _ENCODED_SLASH = re.compile(r"%2f", re.IGNORECASE)
@@ -135,25 +134,6 @@ def drop_overruled_conditions(environ: dict[str, Any]) -> None:
     says more (a write with the version it read and an old date is still that version's write)."""
     if "HTTP_IF_MATCH" in environ:
         environ.pop("HTTP_IF_UNMODIFIED_SINCE", None)
-
-
-_IMS_READ = "hostfinder.if_modified_since_read"
-
-
-def read_if_modified_since(environ: dict[str, Any]) -> None:
-    """RFC 9110 13.1.3: a GET or HEAD with If-Modified-Since gets 304 when the file was last
-    modified at or before that date. WsgiDAV answers 304 only when the date is later, so a client
-    sending back the Last-Modified it was given (Cyberduck, WinSCP, browsers) downloaded the file
-    again each time. HTTP dates are whole seconds, and so is the time WsgiDAV compares: the date
-    read as the end of its second makes WsgiDAV's "later than" the RFC's "not earlier than".
-    Once per request: the fast GET path may look at it before WsgiDAV does."""
-    raw = environ.get("HTTP_IF_MODIFIED_SINCE")
-    if raw is None or environ.get(_IMS_READ) or environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-        return
-    environ[_IMS_READ] = True
-    when = util.parse_time_string(raw)
-    if when is not None:
-        environ["HTTP_IF_MODIFIED_SINCE"] = util.get_rfc1123_time(when + 1)
 
 
 def normalize_range(environ: dict[str, Any], size: int | None) -> None:

@@ -121,7 +121,6 @@ class HostDAVProvider(DAVProvider):
         headers.check_simple_headers(environ)
         headers.check_if(environ)
         headers.drop_overruled_conditions(environ)
-        headers.read_if_modified_since(environ)
         if method in ("COPY", "MOVE"):
             headers.check_destination(environ)
             self._check_destination(environ)
