@@ -88,7 +88,7 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
     store/login_watch.py) there is no lock query, and a note's write is one statement with its
     provenance row and its event, so it needs no BEGIN and COMMIT, and it checks the folder (its
     foreign key) and this user's rename-away hiding itself: a create and an overwrite are one
-    statement each. A new name in a missing folder is refused with the tree's sentence."""
+    statement each. A new name in a missing folder is refused with a sentence."""
     org, guild = boot["org_id"], boot["guild_id"]
     with running_gateway(counted_db, threads=2) as running:
         assert running.gateway.login_watch.wait_live()
@@ -105,6 +105,6 @@ def test_a_put_runs_few_statements(counted_db: Database, boot: dict[str, Any]) -
         assert statements("new.md", b"second") == (204, 1)
         assert s.get(base + "/new.md").text == "second"
         # The one statement refuses a new name in a missing folder (its foreign key), and the
-        # tree's full path then answers with its own sentence: 404.
+        # full path then answers with its sentence: 409, a missing folder (RFC 4918 9.7.1).
         r = s.put(f"{running.url}/dav/org/{org}/guilds/999999/x.md", data=b"x")
-        assert r.status_code == 404 and "999999" in r.text
+        assert r.status_code == 409 and "999999" in r.text
