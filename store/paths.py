@@ -40,9 +40,11 @@ COLLECTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
 HISTORY_NAME = re.compile(r"^([0-9]{8}T[0-9]{6}(?:[0-9]{6})?Z)-([a-z0-9][a-z0-9-]{0,40})\.md\Z")
 # An id segment: a canonical decimal of at most 18 digits, so it always fits a bigint.
 _ID = re.compile(r"^[1-9][0-9]{0,17}\Z")
-# C0 and C1 controls and the line and paragraph separators: none is visible in a file list, and
-# each breaks a name across lines (U+0085 is NEL, a newline too) in listings, logs and headers.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C1 controls and the line and paragraph separators: none is visible in a file list, and each
+# breaks a name across lines (U+0085 is NEL, a newline too) in listings, logs and headers. Refused
+# for new names only (new_note_problem): notes named so before the rule stay readable and movable.
+_INVISIBLE = re.compile(r"[\x80-\x9f\u2028\u2029]")
 
 
 def nfc(text: str) -> str:
@@ -63,9 +65,8 @@ def key_problem(key: object) -> str | None:
     if "\\" in key:
         return (f"the key {key!r} contains a '\\': Windows reads it as a folder separator, and notes are "
                 "flat, so a key is one file name ending in .md with no folder, such as findings.md")
-    if key.endswith(".md") and not key[:-3].strip():
-        return (f"the key {key!r} has no name before .md: a note key is a Markdown file name "
-                "such as findings.md")
+    if key == ".md":
+        return "the key '.md' has no name before .md: a note key is a Markdown file name such as findings.md"
     if not key.endswith(".md"):
         return f"the key {key!r} does not end in .md: a note key is a Markdown file name such as findings.md"
     if key.startswith("."):
@@ -123,8 +124,21 @@ def lookalike_problem(key: str, level: Level) -> str | None:
 
 def new_note_problem(key: str, level: Level) -> str | None:
     """Why a note may not be created under (or renamed to) ``key``, or None: see
-    side_name_problem and lookalike_problem."""
-    return side_name_problem(key) or lookalike_problem(key, level)
+    side_name_problem, lookalike_problem and invisible_name_problem."""
+    return side_name_problem(key) or lookalike_problem(key, level) or invisible_name_problem(key)
+
+
+def invisible_name_problem(key: str) -> str | None:
+    """A name no one can read in a file list: blank before .md, or holding a C1 control or a line
+    or paragraph separator. A rule for new names (a note named so before it is still a note)."""
+    key = nfc(key)
+    if key.endswith(".md") and not key[:-3].strip():
+        return (f"the key {key!r} has no name before .md: a note key is a Markdown file name "
+                "such as findings.md")
+    if _INVISIBLE.search(key):
+        return (f"the key {key!r} contains a control character or a line break: a note key is one line "
+                "of visible characters ending in .md, such as findings.md")
+    return None
 
 
 def refuse_name(problem: str | None) -> None:

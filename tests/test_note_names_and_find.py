@@ -4,6 +4,8 @@ shares (blank names, C1 controls and line separators, backslashes), and the owne
 for a script."""
 from __future__ import annotations
 
+import html
+
 from importlib import resources
 from typing import Any
 
@@ -125,7 +127,7 @@ def test_notes_indexed_before_the_upgrade_are_found_by_their_file_name(db, boot)
 BLANK = " .md"
 REFUSED_KEYS = [
     (BLANK, f"the key {BLANK!r} has no name before .md: a note key is a Markdown file name such as findings.md"),
-    ("\u3000 \t.md", "has no name before .md"),
+    ("\u3000 .md", "has no name before .md"),
     ("a\x85b.md", "contains a control character or a line break: a note key is one line of visible characters"),
     ("a\x9fb.md", "contains a control character"),
     ("a\u2028b.md", "contains a control character or a line break"),
@@ -155,9 +157,30 @@ def test_keys_next_to_the_refused_ones_are_still_notes(call) -> None:
 @pytest.mark.parametrize("name", ["%20.md", "a%C2%85b.md", "a%E2%80%A8b.md"], ids=["blank", "nel", "line-sep"])
 def test_webdav_refuses_the_same_keys(server, operator, db, boot, name: str) -> None:
     r = operator.put(f"{server.url}/dav/org/{boot['org_id']}/agents/{boot['agent_id']}/{name}", data=b"x")
-    assert r.status_code == 403, (r.status_code, r.text)
+    # (a rule for new names, as look-alikes of memory.md are: 400 with its sentence)
+    assert r.status_code == 400 and "a note key is" in html.unescape(r.text), (r.status_code, r.text)
     with db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM artifacts WHERE kind = 'note'").fetchone()["n"] == 0
+
+
+def test_a_note_named_so_before_the_rule_can_still_be_read_renamed_and_deleted(server, operator, db, boot) -> None:
+    """The rules for invisible names apply to new names: a note that got such a name before them is
+    still a file every client can open, rename to a good name, or delete."""
+    from urllib.parse import quote
+    org, agent = boot["org_id"], boot["agent_id"]
+    folder = f"org/{org}/agents/{agent}"
+    with db.transaction() as conn:
+        for key in ("old\x85name.md", " .md"):
+            conn.execute("INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)"
+                         " VALUES (%s, 'note', 'agent', %s, %s, %s, 'kept')", (org, agent, key, f"{folder}/{key}"))
+    base = f"{server.url}/dav/{folder}"
+    assert operator.get(f"{base}/{quote('old' + chr(0x85) + 'name.md')}").text == "kept"
+    moved = operator.request("MOVE", f"{base}/{quote('old' + chr(0x85) + 'name.md')}",
+                             headers={"Destination": f"{base}/renamed.md"})
+    assert moved.status_code == 201, moved.text
+    assert operator.get(f"{base}/renamed.md").text == "kept"
+    assert operator.get(f"{base}/%20.md").text == "kept"
+    assert operator.delete(f"{base}/%20.md").status_code == 204
 
 
 # -- the owner cap's sentence names the owner ------------------------------------------------------
