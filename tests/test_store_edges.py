@@ -197,7 +197,7 @@ def test_a_key_that_grows_under_nfc_is_refused_with_its_length(db, service, boot
     key = "\u0958" * 252 + ".md"  # 255 characters as sent, 507 once NFC (each becomes two)
     with pytest.raises(errors.Invalid) as exc:
         tool(db, service, boot, "note_write", level="agent", key=key, content="x")
-    assert exc.value.problems == ["the key is 507 characters long; at most 255 are allowed"]
+    assert exc.value.problems == ["key: the key is 507 characters long; at most 255 are allowed"]
 
 
 # --- 7. listed values compare in NFC ------------------------------------------------------------------
