@@ -3,11 +3,14 @@ live refresh when an agent adds a record. Each result is asserted through the AP
 from __future__ import annotations
 
 import re
+import threading
 import time
 from datetime import datetime, timezone
 
 from tests.conftest import running_gateway
 from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
+from store import notes
+from store.access import SYSTEM
 from web import live
 from test_records_support import PEOPLE, call_tool, make_collection, ok
 
@@ -193,28 +196,44 @@ def test_past_the_stream_limit_a_page_is_told_to_poll(server, boot, db, monkeypa
     """Each live stream holds a worker thread; past live.MAX_STREAMS the events route answers 204
     (EventSource stops, the page polls), and a closed stream frees its slot at once: the door
     tells the stream its client hung up, without waiting for a write to fail (the heartbeat is
-    made longer than the test here, so only that can free the slots)."""
+    made longer than the test here, so only that can free the slots), and the stream asks even
+    while other changes of the store keep arriving (here a note saved every 0.2 s)."""
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 60.0)
     leads = make_collection(db, boot["org_id"], "leads", PEOPLE)
     s = web_login(server, boot["email"], boot["password"])
     url = f"{server.url}/databases/{leads['id']}/events"
     streams = [s.get(url, stream=True, timeout=10) for _ in range(live.MAX_STREAMS)]
+    busy = threading.Event()
+
+    def a_busy_store() -> None:
+        n = 0
+        while not busy.wait(0.2):
+            n += 1
+            with db.transaction() as conn:
+                notes.write_note(conn, boot["org_id"], "org", None, "busy.md", f"{n}", SYSTEM)
+
+    writer = threading.Thread(target=a_busy_store, daemon=True)
     try:
         assert all(r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
                    for r in streams)
         assert next(streams[0].iter_lines(decode_unicode=True)).startswith("retry:")
         assert s.get(url, timeout=10).status_code == 204
+        writer.start()
     finally:
         for r in streams:
             r.close()
-    deadline = time.monotonic() + 10   # (it takes about a second: the stream looks once a second)
-    while time.monotonic() < deadline:
-        r = s.get(url, stream=True, timeout=10)
-        r.close()
-        if r.status_code == 200:
-            break
-        time.sleep(0.5)
-    assert r.status_code == 200
+    try:
+        deadline = time.monotonic() + 10   # (it takes about a second: the stream looks once a second)
+        while time.monotonic() < deadline:
+            r = s.get(url, stream=True, timeout=10)
+            r.close()
+            if r.status_code == 200:
+                break
+            time.sleep(0.5)
+        assert r.status_code == 200
+    finally:
+        busy.set()
+        writer.join(5)
 
 
 def test_a_stopping_gateway_ends_the_open_table_pages_streams_at_once(boot, db) -> None:

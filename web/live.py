@@ -161,22 +161,28 @@ def _stream(conninfo: str, org_id: int, collection_path: str,
     q = _hub.subscribe(conninfo)
     try:
         yield f"retry: {RETRY_MS}\nevent: ready\ndata: {{}}\n\n"
-        deadline = time.monotonic() + STREAM_SECONDS
-        last_beat = time.monotonic()
-        while time.monotonic() < deadline:
+        now = time.monotonic()
+        deadline, last_beat, next_look = now + STREAM_SECONDS, now, now + 1.0
+        while now < deadline:
             try:
-                event = q.get(timeout=1.0)
+                event: Event | None = q.get(timeout=max(0.0, next_look - now))
             except queue.Empty:
-                if client_gone is not None and client_gone():
-                    return
-                if time.monotonic() - last_beat > HEARTBEAT_SECONDS:
-                    last_beat = time.monotonic()
-                    yield ": keep-alive\n\n"
-                continue
+                event = None
             if event is _END:
                 return
-            if _concerns(event, org_id, collection_path):
+            if event is not None and _concerns(event, org_id, collection_path):
                 data = {k: event.get(k) for k in ("display_path", "operation", "version", "change_id")}
                 yield f"id: {event.get('change_id', '')}\nevent: change\ndata: {json.dumps(data)}\n\n"
+                last_beat = time.monotonic()
+            now = time.monotonic()
+            # Once a second by the clock, not only when the queue is quiet: every change of the
+            # database reaches every stream, and on a busy store the queue is never quiet.
+            if now >= next_look:
+                next_look = now + 1.0
+                if client_gone is not None and client_gone():
+                    return
+                if now - last_beat > HEARTBEAT_SECONDS:
+                    last_beat = now
+                    yield ": keep-alive\n\n"
     finally:
         _hub.unsubscribe(conninfo, q)
