@@ -156,9 +156,10 @@ class HostDAVProvider(DAVProvider):
         return default_handler(environ, start_response)
 
     def _check_parent(self, environ: dict[str, Any], method: str) -> None:
-        """A new name in a folder this user cannot see (another organisation's, or none): 404 with
-        the tree's sentence, as for anything else there; WsgiDAV would answer 409 "PUT parent must
-        be a collection", telling that the folder exists."""
+        """A new name whose folder is missing: inside an organisation this user sees, the 409 of a
+        missing folder with a sentence (_no_folder); in a folder this user cannot see (another
+        organisation's, or none) the tree's 404, as for anything else there. WsgiDAV would answer
+        409 "PUT parent must be a collection" for both, telling that another's folder exists."""
         path = environ["PATH_INFO"]
         tree = self.tree(environ)
         if tree is None:

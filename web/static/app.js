@@ -254,7 +254,8 @@
       const notice = document.createElement("div");
       notice.className = "flash draft";
       notice.setAttribute("role", "status");
-      const when = utcClock(new Date(kept.at), 16);
+      const keptAt = new Date(kept.at);
+      const when = isNaN(keptAt) ? "an earlier visit" : utcClock(keptAt, 16);  // (storage may hold anything)
       notice.append(`What you typed here at ${when} was not saved (the session may have ended). `);
       const take = Object.assign(document.createElement("button"), { type: "button", textContent: "Restore it" });
       const drop = Object.assign(document.createElement("button"), { type: "button", textContent: "Discard",
