@@ -1,11 +1,14 @@
 """The door of /api/: who gets in, who gets 401, and who gets 404 for another organisation."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import requests
 
 from store import admin
+from tests.conftest import REPO
 
 
 def test_health_needs_no_credentials_and_reports_schema(server) -> None:
@@ -75,6 +78,15 @@ def test_dav_requires_basic_login(server, boot) -> None:
     r = requests.request("PROPFIND", f"{server.url}/dav/", headers={"Depth": "0"},
                          auth=(boot["email"], boot["password"]))
     assert r.status_code == 207
+
+
+def test_the_product_hashes_passwords_at_argon2ids_full_cost() -> None:
+    """The suite hashes at argon2id's smallest cost in its own process (conftest
+    cheap_password_hashes); the product, as a command runs it, uses the library's default cost
+    (RFC 9106's second recommendation: 64 MiB, 3 passes)."""
+    done = subprocess.run([sys.executable, "-c", "from store.access import hash_password; print(hash_password('x'))"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.startswith("$argon2id$v=19$m=65536,t=3,p=4$"), done.stdout
 
 
 def test_tokens_are_stored_hashed(db, boot) -> None:
