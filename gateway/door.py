@@ -70,6 +70,9 @@ HEADER_TIMEOUT = 10.0    # seconds for the request line and headers to arrive
 BODY_TIMEOUT = 30.0      # seconds a body (or a client taking our answer) may make no progress
 CLOSE_CONNECTION = "hostfinder.close_connection"   # environ: a callable closing after this answer
 CLIENT_GONE = "hostfinder.client_gone"   # environ: a callable, True once the client has hung up
+# POLLRDHUP (Linux) also reports a client that only shut its sending side while still reading; a
+# browser's EventSource never does, and such a stream just ends and reconnects. Where the platform
+# has no POLLRDHUP, a hang-up often shows as POLLIN alone: the stream's heartbeat finds it instead.
 _HUNG_UP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR | select.POLLNVAL
 _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
 # Answer bytes one connection may leave with the front when its client reads slowly (a 10 000-note
