@@ -25,7 +25,7 @@ from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, is_id, nfc
 from store.provenance import append_changes, record_change
 from store.records import remove_all
-from store.values import shown
+from store.values import NUL_PROBLEM, shown
 
 MAX_COLLECTIONS = 100
 MAX_PURPOSE = 400
@@ -155,6 +155,8 @@ def _purpose_problem(purpose: object) -> str | None:
         return f"purpose must be a string; got {shown(purpose)}"
     if len(purpose) > MAX_PURPOSE:
         return f"purpose is {len(purpose)} characters; at most {MAX_PURPOSE} are allowed"
+    if "\x00" in purpose:
+        return f"purpose {NUL_PROBLEM}"
     return None
 
 

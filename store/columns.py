@@ -20,7 +20,7 @@ from store.db import Conn
 from store.errors import Conflict, Invalid
 from store.paths import nfc
 from store.provenance import append_changes
-from store.values import is_number, shown
+from store.values import NUL_PROBLEM, is_number, shown
 
 ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
 TYPES: tuple[ColumnType, ...] = ("text", "number", "boolean", "datetime", "array")
@@ -178,6 +178,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
     elif len(description) > MAX_DESCRIPTION:
         problems.append(f"{label}: description is {len(description)} characters; at most "
                         f"{MAX_DESCRIPTION} are allowed")
+    elif "\x00" in description:
+        problems.append(f"{label}: description {NUL_PROBLEM}")
 
     flags: dict[str, bool] = {}
     for flag in ("required", "unique"):
@@ -203,6 +205,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
                 if not isinstance(item, str) or not item or len(item) > MAX_VALUE_LENGTH:
                     problems.append(f"{label}: values item {position} must be a non-empty string of at most "
                                     f"{MAX_VALUE_LENGTH} characters; got {_quote(item)}")
+                elif "\x00" in item:
+                    problems.append(f"{label}: values item {position} {NUL_PROBLEM}")
             # Distinct as stored: "é" and "e\u0301" are one value once NFC.
             listed = [nfc(v) for v in values if isinstance(v, str)]
             repeated = sorted({v for v in listed if listed.count(v) > 1})

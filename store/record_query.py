@@ -25,7 +25,7 @@ from store.db import Conn, like_escape
 from store.errors import Invalid
 from store.paths import nfc
 from store.search_query import websearch_text
-from store.values import is_number, parse_datetime, shown, utc_iso
+from store.values import NUL_PROBLEM, is_number, parse_datetime, shown, utc_iso
 
 MAX_WHERE = 8
 MAX_TERM = 200
@@ -76,6 +76,8 @@ def _term_problem(term: str) -> str | None:
         return f"the term is {len(term)} characters long; at most {MAX_TERM} are allowed"
     if not term.strip():
         return "the term is empty; send text to match, or null for records without a value"
+    if "\x00" in term:
+        return f"the term {NUL_PROBLEM}"
     return None
 
 
@@ -384,6 +386,8 @@ def check_query(query: object, problems: list[str]) -> str:
         return ""
     if len(query) > MAX_QUERY:
         problems.append(f"query: {len(query)} characters long; at most {MAX_QUERY} are allowed")
+    if "\x00" in query:
+        problems.append(f"query {NUL_PROBLEM}")
     return nfc(query.strip())  # the values it searches are stored NFC
 
 

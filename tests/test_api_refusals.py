@@ -168,6 +168,30 @@ def test_a_lone_surrogate_is_located_by_the_keys_sent(server, operator) -> None:
 
 # -- 5. /api/health while the store cannot be read -----------------------------------------------------
 
+def test_a_nul_is_named_where_it_is_with_the_other_problems(server, operator) -> None:
+    """A NUL character (which PostgreSQL's text cannot hold) in a search, a where term, a purpose
+    or a column's description is named where it is, beside the request's other problems; it was
+    one sentence of the database's last line ("a text value contains a NUL…"), alone."""
+    records = leads(server, operator)
+    r = operator.get(records, params={"query": "a\x00b", "limit": "abc"})
+    refused(r, 422)
+    assert r.json()["problems"][0].startswith("query contains a NUL character (\\u0000)"), r.json()
+    assert len(r.json()["problems"]) == 2 and r.json()["problems"][1].startswith("limit")
+    r = operator.get(records, params={"where": '{"company": "a\\u0000b"}', "offset": "-1"})
+    refused(r, 422)
+    assert r.json()["problems"][0].startswith('where "company": the term contains a NUL'), r.json()
+    assert len(r.json()["problems"]) == 2
+    r = operator.post(f"{server.url}/api/collections", json={
+        "name": "Bad Name", "purpose": "a\u0000b",
+        "columns": [{"name": "x", "type": "text", "description": "d\u0000", "values": ["ok", "n\u0000"]}]})
+    refused(r, 422)
+    problems = r.json()["problems"]
+    assert any(p.startswith("purpose contains a NUL") for p in problems), problems
+    assert any("description contains a NUL" in p for p in problems), problems
+    assert any("values item 2 contains a NUL" in p for p in problems), problems
+    assert any(p.startswith('name "Bad Name"') for p in problems), problems
+
+
 def test_health_says_in_a_sentence_that_the_store_is_down(server, monkeypatch) -> None:
     def gone() -> Any:
         raise psycopg.OperationalError("connection is lost")
