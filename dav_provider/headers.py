@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, unquote_to_bytes, urlsplit
 
 from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_BAD_REQUEST, HTTP_RANGE_NOT_SATISFIABLE, DAVError
 
@@ -50,9 +50,10 @@ def check_destination(environ: dict[str, Any]) -> None:
     if not text:
         raise bad_request(f"the Destination header is empty; send the URL of the new name, {example}")
     try:
-        path = urlsplit(text).path
+        parts = urlsplit(text)
     except ValueError:
-        path = ""
+        parts = urlsplit("")
+    path = parts.path
     if not path.startswith("/"):
         raise bad_request(f"the Destination header {raw!r} is not a URL or an absolute path; "
                           f"send the URL of the new name, {example}")
@@ -68,7 +69,7 @@ def check_destination(environ: dict[str, Any]) -> None:
     if mount and decoded != mount and not decoded.startswith(mount + "/"):
         raise bad_request(f"the Destination {raw!r} is outside {mount}/; files move and copy within "
                           f"{mount}/, {example}")
-    _check_destination_host(environ, text, path)
+    _check_destination_host(environ, parts)
 
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -82,12 +83,11 @@ def _host(netloc: str, scheme: str) -> str:
     return host.removesuffix(f":{default}") if default else host
 
 
-def _check_destination_host(environ: dict[str, Any], text: str, path: str) -> None:
+def _check_destination_host(environ: dict[str, Any], parts: SplitResult) -> None:
     """A Destination URL names this server when its host is the request's (or the proxy's
     X-Forwarded-Host) written either way: WsgiDAV compared them as text and answered 502 for a
     default port written out. Such a Destination is handed on as its path. Another host is still
     a 502 (RFC 4918 9.8.5), now with a sentence that says what to change."""
-    parts = urlsplit(text)
     if not parts.netloc:
         return
     scheme = environ.get("wsgi.url_scheme", "http")
@@ -99,9 +99,9 @@ def _check_destination_host(environ: dict[str, Any], text: str, path: str) -> No
         raise DAVError(HTTP_BAD_GATEWAY, context_info=(
             f"the Destination names the server {parts.netloc!r}, but this request came to "
             f"{environ.get('HTTP_HOST', '')!r}: files move and copy within one server; send a Destination "
-            f"on this server (or just its path, {path}). Behind a reverse proxy, have it pass the Host "
+            f"on this server (or just its path, {parts.path}). Behind a reverse proxy, have it pass the Host "
             "header on (nginx: proxy_set_header Host $host) or set X-Forwarded-Host"))
-    environ["HTTP_DESTINATION"] = path + (f"?{parts.query}" if parts.query else "")
+    environ["HTTP_DESTINATION"] = parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def check_simple_headers(environ: dict[str, Any]) -> None:
