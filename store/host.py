@@ -342,6 +342,13 @@ class HostTree:
         sfolder, sname = self._parent(sp)
         dfolder, dname = self._parent(dp)
         spath, dpath = "/".join(sp), "/".join(dp)
+        if is_move and not _side(sp) and sfolder.org_id != dfolder.org_id:
+            # Whether or not the destination exists: over an existing name the move is the
+            # source's delete and the destination's next version, which moved a note's text
+            # into the other organisation all the same.
+            msg = (f"cannot move /{spath} to /{dpath}: a file stays in its organisation; "
+                   "copy it there, then delete it here")
+            raise Invalid(msg, [msg])
         with self.db.transaction() as conn:
             if is_move and not _side(sp):
                 # Both names' rows before anything is read: the source's bytes are then those of
@@ -404,6 +411,12 @@ class HostTree:
                 raise AlreadyExists(f"/{dpath} exists and Overwrite is off; delete it first or allow overwriting")
             text = _text(content, dname)
             moved_away = scratch.hiding(conn, self._uid, dpath) if existing is None else None
+            if moved_away is not None and sfam is not None and not overwrite:
+                # The name is free only in this user's view, for an editor's save to bring its
+                # new file back (a side file: its temp file, or a new PUT). A file of the tree
+                # renamed onto it would replace the text everyone else still reads there.
+                raise AlreadyExists(f"/{dpath} exists and Overwrite is off: a save moved it aside in your view, "
+                                    "but it is still there for everyone else; delete it first or allow overwriting")
             if moved_away is not None:
                 if not overwrite and (now := storage.locked_version(conn, dpath)) not in (None, moved_away):
                     # Overwrite off is MOVE's "it is not there", as If-None-Match: * is PUT's: it

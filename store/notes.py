@@ -143,7 +143,8 @@ def delete_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: 
 
 
 def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: bool) -> dict:
-    """Move (rename) a note, keeping its row and bumping its version; returns it without content."""
+    """Move (rename) a note within its organisation, keeping its row and bumping its version;
+    returns it without content. (The tree refuses a move across organisations before this.)"""
     s_org, s_level, s_owner, s_key = src
     d_org, d_level, d_owner, d_key = dst
     problem = level_problem(s_level)
@@ -155,9 +156,6 @@ def move_note(conn: Conn, src: NoteRef, dst: NoteRef, actor: Actor, *, replace: 
                         "moved; copy its content to a note instead")
     d_key, d_path = _ref(d_org, d_level, d_owner, d_key)
     refuse_name(new_note_problem(d_key, d_level))  # type: ignore[arg-type]
-    if s_org != d_org:
-        msg = f"cannot move {s_path} to {d_path}: a note stays in its organisation"
-        raise Invalid(msg, [msg])
     embeds.lock_for_removal(conn, [s_path, d_path] if replace else [s_path])
     _refuse_if_embedded(conn, s_path, "move")
     rows = conn.execute("SELECT id, display_path, version FROM artifacts WHERE display_path = ANY(%s)"

@@ -282,3 +282,53 @@ def test_a_side_file_name_is_at_most_255_bytes(tree: HostTree, boot: dict[str, A
     with pytest.raises(errors.NotANote, match="at most 255 bytes"):
         tree.write(f"{g}/{longest}x", b"too long")
     assert [n.name for n in tree.list(g)] == [longest]
+
+
+def test_a_file_stays_in_its_organisation_even_over_an_existing_name(db: Database, boot: dict[str, Any]) -> None:
+    """A move across organisations is refused whether or not the destination exists: over an
+    existing name it was the source's delete and the destination's next version, which carried
+    the text into the other organisation all the same. A copy there is the user's to make."""
+    other = admin.create_org(db, name="Other")["id"]
+    admin.add_member(db, org_id=other, email=boot["email"])
+    tree = HostTree(db, Door(db).basic(boot["email"], boot["password"]))
+    here, there = f"org/{boot['org_id']}/plan.md", f"org/{other}/plan.md"
+    tree.write(here, b"ours")
+    for existing in (False, True):
+        if existing:
+            tree.write(there, b"theirs")
+        for overwrite in (False, True):
+            with pytest.raises(errors.Invalid, match="stays in its organisation; copy it there"):
+                tree.move(here, there, overwrite=overwrite)
+    assert tree.read(here) == b"ours" and tree.read(there) == b"theirs"
+    tree.copy(here, there)
+    assert tree.read(there) == b"ours" and tree.read(here) == b"ours"
+
+
+def test_a_name_moved_aside_by_a_save_is_not_free_for_another_file(tree: HostTree, boot: dict[str, Any],
+                                                                   db: Database) -> None:
+    """vim's rename-away hides plan.md from this user until the editor brings its new file back.
+    Renaming another note onto it with Overwrite off was taken for that return, and replaced the
+    text everyone else still reads at plan.md. The editor's own return still works."""
+    g = f"org/{boot['org_id']}/guilds/{boot['guild_id']}"
+    tree.write(f"{g}/plan.md", b"IMPORTANT PLAN")
+    tree.write(f"{g}/other.md", b"other text")
+    tree.move(f"{g}/plan.md", f"{g}/plan.md~")
+    with pytest.raises(errors.AlreadyExists, match="still there for everyone else"):
+        tree.move(f"{g}/other.md", f"{g}/plan.md", overwrite=False)
+    assert admin_read(db, f"{g}/plan.md") == "IMPORTANT PLAN"
+    assert tree.read(f"{g}/other.md") == b"other text"
+    # Asked for, the replace is made (the destination's next version).
+    tree.move(f"{g}/other.md", f"{g}/plan.md", overwrite=True)
+    assert admin_read(db, f"{g}/plan.md") == "other text"
+    # An editor's temp file brought back onto a moved-aside name is still its save.
+    tree.move(f"{g}/plan.md", f"{g}/plan.md~")
+    tree.write(f"{g}/.plan.md.swp", b"saved by vim")
+    tree.move(f"{g}/.plan.md.swp", f"{g}/plan.md", overwrite=False)
+    assert admin_read(db, f"{g}/plan.md") == "saved by vim"
+
+
+def admin_read(db: Database, path: str) -> str:
+    """The live note at ``path`` as every other reader sees it (no user's scratch view)."""
+    with db.connection() as conn:
+        return conn.execute("SELECT content FROM artifacts WHERE display_path = %s AND deleted_at IS NULL",
+                            (path,)).fetchone()["content"]
