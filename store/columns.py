@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Literal
 
 from store.access import Actor
@@ -20,7 +19,7 @@ from store.db import Conn
 from store.errors import Conflict, Invalid
 from store.paths import nfc
 from store.provenance import append_changes
-from store.values import NUL_PROBLEM, is_number, shown
+from store.values import MAX_IDENTITY_BYTES, NUL_PROBLEM, identity_text, is_number, number_text, shown
 
 ColumnType = Literal["text", "number", "boolean", "datetime", "array"]
 TYPES: tuple[ColumnType, ...] = ("text", "number", "boolean", "datetime", "array")
@@ -74,16 +73,6 @@ def unique_column(columns: Sequence[Column]) -> Column | None:
 
 # --- text derived from values -------------------------------------------------------------------
 
-def _number_text(value: int | float) -> str:
-    """A number's decimal string: 42 and 42.0 are both '42', 1.5 is '1.5', 1e-7 is '0.0000001'
-    (never exponent notation, so equal numbers always read alike)."""
-    if isinstance(value, int):
-        return str(value)
-    if value.is_integer():
-        return str(int(value))
-    return format(Decimal(repr(value)), "f")
-
-
 def value_text(value: object) -> str:
     """One value as search text: strings as they are, numbers in decimal, booleans as true/false,
     lists item by item. Values stored before a retype keep their own type's text."""
@@ -92,7 +81,7 @@ def value_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if is_number(value):
-        return _number_text(value)  # type: ignore[arg-type]
+        return number_text(value)  # type: ignore[arg-type]
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -112,17 +101,11 @@ def search_blob(columns: Sequence[Column], body: dict[str, Any]) -> str:
 
 
 def identity_of(column: Column | None, value: object) -> str | None:
-    """The normalised unique value: text NFC, trimmed and lowercased; a number its decimal string.
-    None when there is no unique column or no value. Blank text ("" or only spaces) is no value
-    either: otherwise every record left blank would share one identity and merge into one.
-    The comparison built on it is exact."""
+    """The normalised unique value (store.values.identity_text), or None when there is no unique
+    column or no value. The comparison built on it is exact."""
     if column is None or value is None:
         return None
-    if isinstance(value, str):
-        return nfc(value).strip().lower() or None
-    if is_number(value):
-        return _number_text(value)  # type: ignore[arg-type]
-    return None
+    return identity_text(value)
 
 
 # --- parsing definitions --------------------------------------------------------------------------
@@ -299,6 +282,21 @@ def stored_columns(raw: object) -> list[Column]:
     return columns
 
 
+def _too_long_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | None:
+    """A 409 naming the live records whose value in ``source`` is longer than a unique value may
+    be (store.values.MAX_IDENTITY_BYTES), or None when every value fits."""
+    long = [int(r["key"]) for r in rows
+            if len((identity_of(column, r["value"]) or "").encode()) > MAX_IDENTITY_BYTES]
+    if not long:
+        return None
+    long.sort()
+    listed = ", ".join(str(i) for i in long[:20]) + (", ..." if len(long) > 20 else "")
+    message = (f'column "{column.name}" cannot become unique: {len(long)} live record(s) hold a value longer than '
+               f"a unique value may be ({MAX_IDENTITY_BYTES} bytes once normalised; records {listed}); shorten "
+               "those values or remove those records, then make the column unique")
+    return Conflict(message, [message])
+
+
 def _repeat_conflict(column: Column, rows: list[dict[str, Any]]) -> Conflict | None:
     """A 409 naming one value that live records repeat in ``source``, or None when all differ."""
     holders: dict[str, list[int]] = {}
@@ -347,7 +345,7 @@ def apply_schema_change(conn: Conn, collection_id: int, old: Sequence[Column], n
                 """SELECT key, content_json -> %s AS value FROM artifacts
                     WHERE collection_id = %s AND kind = 'object' AND deleted_at IS NULL
                       AND content_json ? %s""", (source, collection_id, source)).fetchall()
-            conflict = _repeat_conflict(unique, rows)
+            conflict = _too_long_conflict(unique, rows) or _repeat_conflict(unique, rows)
             if conflict is not None:
                 raise conflict
     moved = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -74,9 +75,51 @@ def parse_datetime(value: str) -> datetime | str:
 NUL_PROBLEM = "contains a NUL character (\\u0000), which text cannot hold; remove it"
 
 
+# A unique value is indexed whole (sql/001's artifacts_live_identity, a btree), and PostgreSQL
+# refuses a btree entry past about 2 700 bytes with an internal error: the limit is checked here
+# first, with room for the collection id beside it.
+MAX_IDENTITY_BYTES = 2000
+
+
+def number_text(value: int | float) -> str:
+    """A number's decimal string: 42 and 42.0 are both '42', 1.5 is '1.5', 1e-7 is '0.0000001', 1e23
+    is '100000000000000000000000' (never exponent notation, so equal numbers always read alike).
+    A float is read as the shortest decimal that gives it back, which is what json.dumps writes
+    and so what PostgreSQL stores: the same text whether the record was just sent (1e23, a float)
+    or read back from jsonb (100000000000000000000000, an int). The float's own binary value,
+    99999999999999991611392, would give the stored number a second identity."""
+    if isinstance(value, int):
+        return str(value)
+    exact = Decimal(repr(value))
+    if exact == exact.to_integral_value():
+        return str(int(exact))
+    return format(exact.normalize(), "f")
+
+
+def identity_text(value: object) -> str | None:
+    """A unique value normalised: text NFC, trimmed and lowercased; a number its decimal string.
+    None for blank text ("" or only spaces), which is no value: otherwise every record left blank
+    would share one identity and merge into one."""
+    if isinstance(value, str):
+        return nfc(value).strip().lower() or None
+    if is_number(value):
+        return number_text(value)  # type: ignore[arg-type]
+    return None
+
+
 def check_value(column: Column, value: object) -> tuple[Any, str | None]:
     """(the value to store, None) when ``column`` accepts ``value``; (None, the problem) otherwise.
     The problem is the part after ``column "x": ``."""
+    stored, problem = _check_type(column, value)
+    if problem is None and column.unique:
+        size = len((identity_text(stored) or "").encode())
+        if size > MAX_IDENTITY_BYTES:
+            return None, (f"a unique value is at most {MAX_IDENTITY_BYTES} bytes once normalised (the store "
+                          f"indexes it whole); this one is {size} bytes; send a shorter value")
+    return stored, problem
+
+
+def _check_type(column: Column, value: object) -> tuple[Any, str | None]:
     kind = column.type
     if kind == "text":
         if not isinstance(value, str):

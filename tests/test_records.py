@@ -157,6 +157,52 @@ def test_an_add_with_an_existing_unique_value_merges_into_that_record(server, db
         "create", "update", "update"]
 
 
+def test_a_large_number_has_one_identity_however_it_was_written(server, db, boot, operator) -> None:
+    """1e23 sent as JSON is a float whose binary value is 99999999999999991611392, while
+    PostgreSQL stores the 100000000000000000000000 it was written as. The identity came from the
+    binary value on a write and from the stored number once read back, so the same number merged
+    on one add and made a second record after any change of the columns, or when written out."""
+    numbered = [{"name": "n", "type": "number", "description": "a big number", "required": True, "unique": True}]
+    coll = make_collection(db, boot["org_id"], "big", numbered, guild_id=boot["guild_id"])
+    url = f"{server.url}/api/collections/{coll['id']}/records"
+
+    def post(raw: str):
+        return operator.post(url, data=raw, headers={"Content-Type": "application/json"})
+
+    assert post('{"body": {"n": 1e23}}').status_code == 201
+    assert post('{"body": {"n": 100000000000000000000000}}').json()["merged"] == 1
+    r = operator.patch(f"{server.url}/api/collections/{coll['id']}",
+                       json={"columns": [dict(numbered[0], description="still a big number")]})
+    assert r.status_code == 200, r.text
+    assert post('{"body": {"n": 1e23}}').json()["merged"] == 1
+    assert live_count(db, coll) == 1
+    found = operator.get(url, params={"query": "100000000000000000000000"}).json()
+    assert [rec["id"] for rec in found["records"]] == [1]
+
+
+def test_a_unique_value_too_long_to_index_is_a_problem_not_a_500(server, db, boot, operator, service,
+                                                                 leads, people) -> None:
+    """The live identity index is a btree, and PostgreSQL refuses an entry past about 2 700 bytes
+    with an internal error. A longer unique value is a problem listed with the others, and a
+    column whose records hold one cannot become unique: a 409 naming them, nothing changed."""
+    r = add(server, service, boot, {"email": "x" * 2001, "status": "pending"})
+    assert r.status_code == 422, r.text
+    assert r.json()["problems"] == [
+        'column "email": a unique value is at most 2000 bytes once normalised (the store indexes it whole); '
+        "this one is 2001 bytes; send a shorter value",
+        'column "status": expected one of new, contacted, won, lost; got "pending"']
+    assert live_count(db, leads) == 0
+    ok(add(server, service, boot, {"email": "é" * 1000}))   # 2 000 bytes in UTF-8: the most there is
+    # the city column of people holds a long value; making it unique names the record
+    ok(add(server, service, boot, {"name": "Ada", "city": "c" * 3000}, collection="people"))
+    columns = [dict(c, unique=(c["name"] == "city")) for c in PEOPLE]
+    r = operator.patch(f"{server.url}/api/collections/{people['id']}", json={"columns": columns})
+    assert r.status_code == 409, r.text
+    assert "longer than a unique value may be (2000 bytes once normalised; records 1)" in r.json()["error"]
+    described = operator.get(f"{server.url}/api/collections/{people['id']}").json()
+    assert [c["name"] for c in described["columns"] if c["unique"]] == ["name"]
+
+
 def test_a_removed_records_unique_value_is_free_again(server, boot, service, leads) -> None:
     ok(add(server, service, boot, {"email": "ada@example.com"}))
     ok(call_tool(server, service, boot["agent_id"], "record_remove", collection="leads", id=1))
@@ -348,9 +394,9 @@ def test_a_body_over_the_cap_with_other_problems_names_them_all_in_one_422(serve
     assert problems[1].startswith("indexed value text: 33004 bytes; at most 32768 (32 KB)")
     assert live_count(db, people) == 0
     # The same in a change of a record: the merged record would be over the cap.
-    ok(add(server, service, boot, {"name": "Ada", "city": "x" * 20_000}, collection="people"))
+    ok(add(server, service, boot, {"name": "Ada", "city": "x" * 25_000}, collection="people"))
     r = call_tool(server, service, boot["agent_id"], "record_update", collection="people", id=1,
-                  body={"stage": "gone", "name": "y" * 13_000})
+                  body={"stage": "gone", "tags": [f"{i:03}" + "y" * 197 for i in range(40)]})
     assert r.status_code == 422, r.text
     assert [p.split(":")[0] for p in r.json()["problems"]] == ['column "stage"', "indexed value text"]
 
