@@ -45,6 +45,15 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # breaks a name across lines (U+0085 is NEL, a newline too) in listings, logs and headers. Refused
 # for new names only (new_note_problem): notes named so before the rule stay readable and movable.
 _INVISIBLE = re.compile(r"[\x80-\x9f\u2028\u2029]")
+# Characters a file list does not show, or that reorder the letters around them: a zero-width
+# space makes "task\u200b.md" read as task.md, and a right-to-left override makes
+# "x\u202etxt.md" read as "xdm.txt". The joiners U+200C and U+200D are left alone: Persian,
+# Indic scripts and emoji sequences need them. Refused for new names only, as _INVISIBLE.
+_UNSEEN = re.compile(r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u202a-\u202e"
+                     r"\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb]")
+# Linux file systems, and so a FUSE mount or davfs2, take at most 255 bytes in one name: a key
+# longer in UTF-8 (200 accented letters are 400 bytes) could be listed but never opened there.
+MAX_KEY_BYTES = 255
 
 
 def nfc(text: str) -> str:
@@ -103,7 +112,8 @@ def diverged_copy_path(path: str, when: datetime | None = None) -> str:
         stem, ext = name, ""
     stamp = (when or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     suffix = f"-conflicted-copy-{stamp}" + (f".{ext}" if dot else "")
-    name = stem[:MAX_KEY_LENGTH - len(suffix)] + suffix
+    room = MAX_KEY_BYTES - len(suffix.encode())
+    name = stem.encode()[:room].decode(errors="ignore")[:MAX_KEY_LENGTH - len(suffix)] + suffix
     return f"{folder}/{name}" if folder else name
 
 
@@ -129,8 +139,9 @@ def new_note_problem(key: str, level: Level) -> str | None:
 
 
 def invisible_name_problem(key: str) -> str | None:
-    """A name no one can read in a file list: blank before .md, or holding a C1 control or a line
-    or paragraph separator. A rule for new names (a note named so before it is still a note)."""
+    """A name no one can read in a file list: blank before .md, holding a C1 control, a line or
+    paragraph separator, or a character a list does not show; or one a Linux client cannot open,
+    longer than 255 bytes. A rule for new names (a note named so before it is still a note)."""
     key = nfc(key)
     if key.endswith(".md") and not key[:-3].strip():
         return (f"the key {key!r} has no name before .md: a note key is a Markdown file name "
@@ -138,6 +149,14 @@ def invisible_name_problem(key: str) -> str | None:
     if _INVISIBLE.search(key):
         return (f"the key {key!r} contains a control character or a line break: a note key is one line "
                 "of visible characters ending in .md, such as findings.md")
+    if (unseen := _UNSEEN.search(key)) is not None:
+        char = unseen.group()
+        return (f"the key {key!r} contains U+{ord(char):04X} ({unicodedata.name(char, 'a format character')}), "
+                "which a file list does not show or which reorders the letters around it, so the name "
+                "would read as another; remove it")
+    if (size := len(key.encode())) > MAX_KEY_BYTES:
+        return (f"the key is {size} bytes long in UTF-8; file systems and file clients take at most "
+                f"{MAX_KEY_BYTES} bytes in a name (about 127 accented or 85 CJK characters); choose a shorter key")
     return None
 
 

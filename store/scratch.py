@@ -16,8 +16,8 @@ from store.db import Conn
 from store.errors import LimitReached, NotANote, TooLarge
 
 MAX_FILE = 8 * 1024 * 1024        # one side file (a full copy of a note is at most 256 KB)
-# A side file's name, in UTF-8 bytes: NAME_MAX of the file systems clients save from (a note's
-# key is at most 255 characters). It also keeps each change's announcement (sql/032, paths of at
+# A side file's name, in UTF-8 bytes: NAME_MAX of the file systems clients save from (a new note's
+# key is at most 255 bytes too). It also keeps each change's announcement (sql/032, paths of at
 # most three files) well inside PostgreSQL's 8 000-byte NOTIFY payload.
 MAX_NAME_BYTES = 255
 MAX_PER_USER = 64 * 1024 * 1024   # all of one user's live side files
