@@ -16,7 +16,7 @@ from store import records
 from store.access import Principal
 from store.collections import collection_for_member
 from store.db import Database
-from store.errors import Invalid
+from store.errors import Invalid, NotFound
 from store.grants import Collection
 
 
@@ -95,11 +95,25 @@ def remove(db: Database, principal: Principal, collection_id: int, record_id: in
         return records.record_remove(conn, collection, record_id, principal.actor)
 
 
-def clear(db: Database, principal: Principal, collection_id: int) -> tuple[Collection, int]:
-    """Every live record removed; the table, its grants and next_id stay. (collection, how many)."""
+def clear_facts(db: Database, principal: Principal, collection_id: int) -> tuple[Collection, dict[str, int]]:
+    """The collection and what a confirmation to clear it shows: {count, next_id, versions}, the
+    ``seen`` that ``clear`` takes back."""
+    with db.connection() as conn:
+        collection = collection_for_member(conn, principal, collection_id)
+        facts = records.clear_facts(conn, collection.id)
+    if facts is None:  # deleted between the two statements
+        raise NotFound(f"unknown collection {collection_id}")
+    return collection, facts
+
+
+def clear(db: Database, principal: Principal, collection_id: int, *,
+          seen: dict[str, int] | None = None) -> tuple[Collection, int]:
+    """Every live record removed; the table, its grants and next_id stay. (collection, how many).
+    ``seen`` (from ``clear_facts``, as a confirmation showed it): only while the live records are
+    still those, else PreconditionFailed with nothing removed (records.clear_records)."""
     with db.transaction() as conn:
         collection = collection_for_member(conn, principal, collection_id, lock=True)
-        return collection, records.clear_records(conn, collection, principal.actor)
+        return collection, records.clear_records(conn, collection, principal.actor, seen=seen)
 
 
 def export(db: Database, principal: Principal, collection_id: int, *,

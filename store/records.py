@@ -266,12 +266,44 @@ def record_remove(conn: Conn, collection: Collection, record_id: object, actor: 
     return int(existing["key"])
 
 
-def clear_records(conn: Conn, collection: Collection, actor: Actor) -> int:
+def clear_facts(conn: Conn, collection_id: int) -> dict[str, int] | None:
+    """What a confirmation of "clear all records" shows and sends back, in one statement (one
+    snapshot): {count, next_id, versions}: how many live records, the next id (it moves with every
+    add, even of a record removed since) and the sum of the live records' versions (it goes up
+    with every change). None when the collection is gone."""
+    row = conn.execute(
+        f"""SELECT c.next_id, count(a.id) AS count, coalesce(sum(a.version), 0) AS versions
+              FROM artifact_collections c LEFT JOIN artifacts a ON a.collection_id = c.id AND {rq.LIVE}
+             WHERE c.id = %s AND c.deleted_at IS NULL GROUP BY c.next_id""", (collection_id,)).fetchone()
+    if row is None:
+        return None
+    return {"count": int(row["count"]), "next_id": int(row["next_id"]), "versions": int(row["versions"])}
+
+
+def clear_records(conn: Conn, collection: Collection, actor: Actor, *,
+                  seen: dict[str, int] | None = None) -> int:
     """Soft-delete every live record at once; the table, its grants and next_id stay, so ids are
     still never reused. Each record gets its own 'delete' row (in the same statement), so its
     history ends where it ended; the table gets one 'clear' row and event. Returns how many; a
-    table with no live record is left as it is, with no row and no event."""
+    table with no live record is left as it is, with no row and no event.
+
+    ``seen``: what a confirmation showed ({count, next_id, versions}: how many live records, the
+    next id, the sum of their versions; store.member_records.clear_facts). The clear then happens
+    only while the live records are still those: any record added (next_id moved), removed (count)
+    or changed (a version went up) since refuses with PreconditionFailed, nothing written. It is
+    checked under the collection row's lock, which every record write takes first, so no write
+    can slip in between the check and the clear."""
     row, _ = _lock(conn, collection)
+    if seen is not None:
+        now = clear_facts(conn, row["id"]) or {}
+        if any(seen.get(k) != v for k, v in now.items()):
+            added = now["next_id"] - seen.get("next_id", now["next_id"])
+            plural = "" if seen.get("count") == 1 else "s"
+            raise PreconditionFailed(
+                f"nothing was cleared: the records of {row['name']} changed after the confirmation showed"
+                f" {seen.get('count')} live record{plural} ({now['count']} now"
+                + (f", {added} added since" if added > 0 else "") + "); look at them again and confirm the"
+                " clear of the records as they are now", [f"records: {now['count']} live"])
     cleared = remove_all(conn, row["id"], actor)
     if cleared == 0:
         return 0

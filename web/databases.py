@@ -14,9 +14,10 @@ from flask import Blueprint, Response, redirect, render_template, request, url_f
 from flask.typing import ResponseReturnValue
 
 from store import collections as colls
-from store import orgs, records
+from store import member_records, orgs, records
 from store.collections import collection_for_member
-from store.errors import Conflict, Invalid, LimitReached, NotFound, StoreError, TooLarge
+from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, StoreError, TooLarge
+from store.values import shown
 from web import columns_form, export, live, record_form
 from web.errors import status_of
 from web.forms import form_id
@@ -26,6 +27,7 @@ from web.security import db, login_required, principal, session
 bp = Blueprint("databases", __name__)
 
 PER_PAGE = 50
+MAX_PAGE = 10**6
 DONE = {"created": "Table created.", "saved": "Saved.", "added": "Record added.", "deleted": "Record deleted.",
         "cleared": "Every record was removed.", "columns": "Columns saved.", "access": "Access saved.",
         "merged": "A record with that unique value already existed: your values were merged into it.",
@@ -135,19 +137,26 @@ def _bound(kind: str, op: str, raw: str) -> Any:
     return record_form.value_of({"type": "datetime"}, raw)
 
 
-def _page() -> int:
-    raw = request.args.get("page", "1")
-    return max(1, min(int(raw), 10**6)) if raw.isascii() and raw.isdigit() and len(raw) < 8 else 1
+def _page() -> tuple[int, str | None]:
+    """(the page the URL asks for, 1 without one; the problem when ``page`` is no page number)."""
+    raw = request.args.get("page", "").strip()
+    if raw == "":
+        return 1, None
+    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_PAGE)) and 1 <= int(raw) <= MAX_PAGE:
+        return int(raw), None
+    return 1, f"page: expected a whole number from 1 to {MAX_PAGE}; got {shown(raw)}"
 
 
 def table_state(collection: Any) -> dict[str, Any]:
-    """The view a table page's URL asks for."""
+    """The view a table page's URL asks for; ``bad_page``: the problem of a page parameter that
+    is no page number (the page answers 400 with it, as the store's sentence answers a bad sort)."""
     columns = collection.columns
     where, sent = _filters(columns)
     sort = request.args.get("sort", "").strip()
     direction = "desc" if request.args.get("dir") == "desc" else "asc"
+    page, bad_page = _page()
     return {"q": request.args.get("q", "").strip(), "where": where, "filters": sent, "sort": sort,
-            "dir": direction, "page": _page()}
+            "dir": direction, "page": page, "bad_page": bad_page}
 
 
 def load_rows(conn: Any, collection: Any, state: dict[str, Any]) -> dict[str, Any]:
@@ -180,25 +189,33 @@ def _url_with(**changes: Any) -> str:
 def table(collection_id: int) -> ResponseReturnValue:
     problems: list[str] = []
     error = None
+    status = 200
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
         state = table_state(c)
-        try:
-            out = load_rows(conn, c, state)
-        except Invalid as exc:
-            out = {"total": 0, "records": []}
-            error, problems = exc.message.split("\n")[0], exc.problems
         filtering = bool(state["q"] or state["where"])
+        out: dict[str, Any] = {"total": 0, "records": []}
+        if state["bad_page"]:
+            # Not page 1 in its place: the person would take it for the page they asked for.
+            error = (f"This address asks for page {shown(request.args.get('page', '').strip())}, which is not a"
+                     " page number: pages are numbered 1, 2, 3 and so on (without page, the first is shown).")
+            problems, status = [state["bad_page"]], 400
+        else:
+            try:
+                out = load_rows(conn, c, state)
+            except Invalid as exc:
+                error, problems, status = exc.message.split("\n")[0], exc.problems, 422
         # Unfiltered, the listing's total is the table's count: no second count.
-        count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering else out["total"]
+        count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering or error else out["total"]
     total = out["total"]
     pages = max(1, -(-total // PER_PAGE))
     html = render_template(
         "databases/table.html", nav="databases", c=c, columns=c.columns, state=state, rows=out["records"],
         total=total, count=count, pages=pages, error=error, problems=problems,
+        past_the_end=not error and total > 0 and state["page"] > pages,
         per_page=PER_PAGE, url_with=_url_with, done=DONE.get(request.args.get("done", "")),
         filtering=filtering, reask_ms=int(live.REASK_SECONDS * 1000))
-    return html, 422 if error else 200
+    return html, status
 
 
 # --- export, clear, delete ------------------------------------------------------------------------
@@ -216,21 +233,75 @@ def export_table(collection_id: int, fmt: str) -> ResponseReturnValue:
         "Content-Disposition": f'attachment; filename="{c.name}.{fmt}"', "Cache-Control": "no-store"})
 
 
+_SEEN = ("count", "next_id", "versions")
+
+
+def _confirm_clear_page(c: Any, facts: dict[str, int], *, changed: str | None = None,
+                        status: int = 200) -> ResponseReturnValue:
+    """The confirmation, carrying what it shows (``facts``: how many live records, the next id,
+    the sum of their versions) so that the clear removes those records or nothing."""
+    return render_template("databases/confirm.html", nav="databases", c=c, action="clear", count=facts["count"],
+                           seen=facts, changed=changed), status
+
+
+def _seen_of_form() -> dict[str, int] | None:
+    """What the confirmation that sent the clear showed, or None when the form did not say."""
+    seen = {}
+    for name in _SEEN:
+        raw = request.form.get(name, "")
+        if not (raw.isascii() and raw.isdigit() and len(raw) < 19):
+            return None
+        seen[name] = int(raw)
+    return seen
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def what_changed(seen: dict[str, int], now: dict[str, int]) -> str:
+    """The sentence a refused clear shows: what happened to the records since the confirmation
+    the person answered, and what the confirmation shows now."""
+    added = now["next_id"] - seen["next_id"]
+    removed = seen["count"] + max(added, 0) - now["count"]
+    edits = now["versions"] - seen["versions"]
+    parts = []
+    if added > 0:
+        parts.append(_plural(added, "record was added", "records were added"))
+    if removed > 0:
+        parts.append(_plural(removed, "record was removed", "records were removed"))
+    if not parts and edits > 0:
+        parts.append(_plural(edits, "change was saved to its records", "changes were saved to its records"))
+    happened = " and ".join(parts) or "its records changed"
+    return (f"Nothing was cleared: since this confirmation was shown, {happened}, so it was not asking about"
+            f" the records the table holds now. It now holds {_plural(now['count'], 'record', 'records')}"
+            f" (the confirmation showed {seen['count']}); look at them if you need to, then confirm again to"
+            " remove them all, or cancel.")
+
+
 @bp.get("/databases/<int:collection_id>/clear")
 @login_required
 def confirm_clear(collection_id: int) -> ResponseReturnValue:
-    with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
-        count = colls.record_counts(conn, [c.id]).get(c.id, 0)
-    return render_template("databases/confirm.html", nav="databases", c=c, action="clear", count=count)
+    return _confirm_clear_page(*member_records.clear_facts(db(), principal(), collection_id))
 
 
 @bp.post("/databases/<int:collection_id>/clear")
 @login_required
 def clear(collection_id: int) -> ResponseReturnValue:
-    with db().transaction() as conn:
-        c = collection_for_member(conn, principal(), collection_id, lock=True)
-        records.clear_records(conn, c, principal().actor)
+    seen = _seen_of_form()
+    if seen is None:  # a form from before confirmations carried what they showed, or a hand-made one
+        c, now = member_records.clear_facts(db(), principal(), collection_id)
+        return _confirm_clear_page(c, now, status=400, changed=(
+            "Nothing was cleared: the request did not say which records its confirmation showed, so it could"
+            " remove records nobody saw. The confirmation below shows them as they are now; confirm again to"
+            " remove them all, or cancel."))
+    try:
+        member_records.clear(db(), principal(), collection_id, seen=seen)
+    except PreconditionFailed:
+        # The store refused under the collection's lock, nothing removed; the confirmation again,
+        # as the records are now, saying what happened since.
+        c, now = member_records.clear_facts(db(), principal(), collection_id)
+        return _confirm_clear_page(c, now, status=409, changed=what_changed(seen, now))
     return redirect(url_for("databases.table", collection_id=collection_id, done="cleared"))
 
 
@@ -261,6 +332,9 @@ def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *
     return render_template(
         "databases/record.html", nav="databases", c=c, record=record,
         fields=record_form.fields(c.columns, texts, by_field), type_labels=record_form.TYPE_LABELS,
+        # The values the form shows the record with (its version's), beside the inputs: a save
+        # sends only what the person changed from them, and a stale save lists only those.
+        originals=record_form.texts_of(c.columns, record) if record else {},
         error=error, general=general or [], stale=stale, provenance=provenance,
         misfits=records.misfits(c, record) if record else [],
         done=DONE.get(request.args.get("done", ""))), status
@@ -332,7 +406,9 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
             if opened != str(current["version"]):
                 raise _Stale(current)
             typed = record_form.typed_of(c.columns, request.form)
-            patch = record_form.patch_for_update(c.columns, typed, current, records.misfits(c, current))
+            # A patch of the fields changed from what the form showed (record_update merges it).
+            patch = record_form.patch_for_update(c.columns, typed, current, records.misfits(c, current),
+                                                 shown=record_form.originals_of(c.columns, request.form))
             if not patch:
                 return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id,
                                         done="unchanged"))
@@ -342,8 +418,12 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
             c = collection_for_member(conn, principal(), collection_id)
             provenance = provenance_strip(conn, stale.current["display_path"])
         typed = record_form.typed_of(c.columns, request.form)
+        # Only what the person changed from the version they opened: the rest of the form held
+        # that version's values, and typing them again would undo the other writer's change.
+        base = record_form.originals_of(c.columns, request.form)
         mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
-                if record_form.changed(col, typed[col["name"]], stale.current.get(col["name"]))]
+                if (record_form.differs(col, typed[col["name"]], base[col["name"]]) if base is not None
+                    else record_form.changed(col, typed[col["name"]], stale.current.get(col["name"])))]
         return _record_page(c, stale.current, record_form.texts_of(c.columns, stale.current), status=409,
                             stale={"opened": opened, "mine": mine, "latest": provenance["latest"]},
                             provenance=provenance)

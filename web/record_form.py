@@ -4,6 +4,10 @@ submitted fields turned into the body the store checks.
 The form only translates: every rule (required, listed values, types) is the store's, which
 answers with every problem at once; ``problems_by_field`` puts each beside the input it names.
 What the person typed is kept as text (``typed``), so a refused save shows it unchanged.
+
+An existing record's form also carries the values it was rendered with (hidden ``orig.<column>``
+inputs, ``originals_of``): a save is a patch of the fields that differ from them, whatever the
+stored record holds by then, and a save refused as stale lists only those fields.
 """
 from __future__ import annotations
 
@@ -82,15 +86,28 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
-def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
-    """What was typed, per column, as the inputs hold it."""
+ORIGINAL = "orig."   # the hidden input holding the value a field was rendered with: orig.<column>
+
+
+def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict, prefix: str = "") -> dict[str, Any]:
+    """What was typed, per column, as the inputs hold it (``prefix``: other inputs, such as the
+    originals)."""
     out: dict[str, Any] = {}
     for c in columns:
         if c["type"] == "array" and c.get("values"):
-            out[c["name"]] = form.getlist(c["name"])
+            out[c["name"]] = form.getlist(prefix + c["name"])
         else:
-            out[c["name"]] = form.get(c["name"], "")
+            out[c["name"]] = form.get(prefix + c["name"], "")
     return out
+
+
+def originals_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any] | None:
+    """The values the form was rendered with, as its inputs held them (they reach the server
+    through the same browser rules as the inputs: line breaks, a datetime's seconds), or None for
+    a form that did not carry them (a new record, a hand-made request)."""
+    if form.get("originals") != "1":
+        return None
+    return typed_of(columns, form, ORIGINAL)
 
 
 def value_of(column: Mapping[str, Any], text: Any) -> Any:
@@ -139,26 +156,34 @@ def body_for_create(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, An
     return {k: v for k, v in body.items() if v is not None}
 
 
+def differs(column: Mapping[str, Any], typed: Any, shown: Any) -> bool:
+    """Whether an input differs from the text it was rendered with, compared as values (a browser
+    may send the same datetime or lines in another spelling)."""
+    return value_of(column, typed) != value_of(column, shown)
+
+
 def changed(column: Mapping[str, Any], typed: Any, value: Any) -> bool:
-    """Whether the input differs from the stored value as the form showed it, compared as values
-    (a browser may send the same datetime or lines in another spelling)."""
-    return value_of(column, typed) != value_of(column, field_text(column, value))
+    """Whether the input differs from the stored value as the form showed it."""
+    return differs(column, typed, field_text(column, value))
 
 
 def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, Any],
-                     record: Mapping[str, Any], misfits: Sequence[str] = ()) -> dict[str, Any]:
-    """The columns whose input differs from the record as the form showed it; an emptied input
-    sends null, which clears an optional column (and the store refuses it for a required one).
+                     record: Mapping[str, Any], misfits: Sequence[str] = (),
+                     shown: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The columns whose input differs from what the form showed (``shown``, the originals it
+    carried; without them, the record as the form would show it); an emptied input sends null,
+    which clears an optional column (and the store refuses it for a required one).
     A column whose stored value no longer fits it (``misfits``, the store's lines) and whose input
     was left as shown is sent only when what it shows now fits (true shown as the text "true"):
     saving stores what the form showed. What does not fit stays stored as it is, as the spec keeps
-    a retyped column's values, and the notice stays."""
+    a retyped column's values: the store keeps an untouched column and warns, and the notice stays."""
     refit = {m.group(1) for m in map(_COLUMN_PROBLEM.match, misfits) if m}
+    base = shown if shown is not None else texts_of(columns, record)
     patch: dict[str, Any] = {}
     for column, c in zip(stored_columns(list(columns)), columns):
         name = c["name"]
         value = value_of(c, typed.get(name, ""))
-        if changed(c, typed.get(name, ""), record.get(name)) or (
+        if differs(c, typed.get(name, ""), base.get(name, "")) or (
                 name in refit and value is not None and check_value(column, value)[1] is None):
             patch[name] = value
     return patch

@@ -132,7 +132,7 @@
         else if (el.tagName === "SELECT") el.selectedIndex = 0;
         else el.value = "";
       });
-      copy.querySelectorAll("td:last-child input[name$='-remove']").forEach((el) => el.remove());
+      copy.querySelectorAll("input[name$='-remove']").forEach((el) => (el.closest("label") || el).remove());
       last.after(copy);
       copy.querySelector("input").focus();
     });
