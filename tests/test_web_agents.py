@@ -43,7 +43,7 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     browser.find("#embed-path").send_keys(f"org/{org}/guilds/{guild}/plan.md")
     browser.button("Insert").click()
     browser.shot("task-insert-embed")
-    new_text = f"# Daily\n\nCall twenty leads, then report.\n![[org/{org}/guilds/{guild}/plan.md]]"
+    new_text = f"# Daily\n\nCall twenty leads, then report.\n![[org/{org}/guilds/{guild}/plan.md]]\n"
     assert browser.find("#task-content").get_attribute("value") == new_text
     assert not browser.finds(".embed-problems")  # every embed of the task shows its note
     press(browser, "Save")
@@ -64,6 +64,46 @@ def test_task_editor_revisions_and_diff(browser: Browser, boot, server, service,
     assert "+Call twenty leads, then report." in diff and " # Daily" in diff
     assert browser.find("pre.source").text.startswith("# Daily")
     browser.shot("task-revision-diff")
+
+
+def test_insert_takes_only_an_offered_note_or_table_and_puts_it_on_a_line_of_its_own(
+        browser: Browser, boot, server, service, operator, db) -> None:
+    """Insert refuses what its list does not offer, beside the box and before touching the task;
+    an offered note or table goes on a line of its own: at the end of the task until the cursor
+    is placed, then at the cursor (a line split there)."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    ok(call_tool(server, service, agent, "note_write", level="guild", key="plan.md", content="Call **ten** leads."))
+    make_collection(db, org, "leads", LEADS, guild_id=guild, purpose="sales leads")
+    ok(operator.put(f"{server.url}/api/agents/{agent}/task", json={"task": "Start here.\nThen go on."}))
+    login(browser, boot)
+    browser.open(f"/agents/{agent}")
+    task, box = browser.find("#task-content"), browser.find("#embed-path")
+    problem = browser.find("#embed-problem")
+    assert not problem.is_displayed()
+    box.send_keys("nonexistent-thing")
+    browser.button("Insert").click()
+    assert problem.is_displayed() and problem.text.startswith(
+        "nonexistent-thing is not one of the notes or tables offered here, so nothing was inserted: choose one "
+        "from the list that opens as you type"), problem.text
+    assert box.get_attribute("aria-invalid") == "true"
+    assert task.get_attribute("value") == "Start here.\nThen go on."
+    browser.shot("insert-refused")
+    # Typing again clears the complaint; an offered note goes on its own line at the end.
+    box.clear()
+    box.send_keys(f"org/{org}/guilds/{guild}/plan.md")
+    assert not problem.is_displayed()
+    browser.button("Insert").click()
+    assert task.get_attribute("value") == f"Start here.\nThen go on.\n![[org/{org}/guilds/{guild}/plan.md]]\n"
+    # At the cursor, in the middle of a line: the line is split, the embed stands alone.
+    browser.driver.execute_script("arguments[0].focus(); arguments[0].setSelectionRange(6, 6);", task)
+    box.send_keys(f"org/{org}/collections/leads")
+    browser.button("Insert").click()
+    assert task.get_attribute("value") == (f"Start \n![[org/{org}/collections/leads]]\nhere.\nThen go on.\n"
+                                           f"![[org/{org}/guilds/{guild}/plan.md]]\n")
+    browser.shot("insert-at-cursor")
+    press(browser, "Save")
+    assert "Task saved" in browser.text() and not browser.finds(".embed-problems")
+    assert task_api(operator, server, agent)["task"].count("![[") == 2
 
 
 def test_a_table_embedded_in_the_task_links_to_its_page(browser: Browser, boot, server, operator, db) -> None:

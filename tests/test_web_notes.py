@@ -70,7 +70,15 @@ def test_scopes_side_by_side_with_new_and_deleted_notes(browser: Browser, boot, 
     org_rows = scopes["org"].find_elements(browser.By.CSS_SELECTOR, "tbody tr.note")
     assert [r.find_elements(browser.By.TAG_NAME, "td")[0].text for r in org_rows] == ["handbook.md new"]
     cells = org_rows[0].find_elements(browser.By.TAG_NAME, "td")
-    assert cells[1].text == "11 B" and re.fullmatch(r"\d\d:\d\d", cells[2].text)
+    # Last change in the format of every other time of the app (the date and UTC, to the minute;
+    # a narrow column puts the clock under the date), the full time in its title.
+    changed = ok(note_get(server, service, agent, f"org/{org}/handbook.md"))["updated_at"]
+    day, clock = changed[:10], changed[11:16]
+    assert cells[1].text == "11 B" and cells[2].text.split() == [day, clock, "UTC"], cells[2].text
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", cells[2].get_attribute("title"))
+    assert cells[2].get_attribute("title").startswith(f"{day} {clock}:")
+    removed_cell = browser.find(f"#scope-guild-{guild} tr.removed td.when").text
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d\s\d\d:\d\d UTC", removed_cell), removed_cell
     assert cells[3].text == "Scout"
     guild_text = scopes[f"guild-{guild}"].text
     assert "Research" in guild_text and "plan.md" in guild_text
@@ -338,6 +346,22 @@ def test_a_refused_new_note_keeps_what_was_typed_after_leaving(browser: Browser,
     assert browser.find('[name="content"]').get_attribute("value") == "a draft worth keeping\n"
 
 
+def test_the_draft_of_a_refused_new_note_says_why_it_was_not_saved(browser: Browser, boot, server) -> None:
+    """A draft kept from a save the page refused says what is known, the refusal's sentence, and
+    guesses no other reason (it blamed the session, which had not ended)."""
+    login(browser, boot)
+    browser.open("/notes/new?scope=org")
+    browser.fill({"name": "a/b", "content": "some content\n"})
+    press(browser, "Save")
+    refusal = browser.find(".flash.error strong").text
+    assert "notes are flat" in refusal
+    browser.open("/notes/new?scope=org")
+    notice = browser.find(".flash.draft").text
+    browser.shot("draft-after-a-refusal")
+    assert "was not saved" in notice and "session" not in notice, notice
+    assert refusal in notice, notice
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)
@@ -385,6 +409,76 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     assert "brainstorm.md" in removed.text and "deleted" in removed.text
     moved = browser.find(f"#scope-guild-{guild} tr.removed")
     assert "ideas.md" in moved.text and "moved away" in moved.text
+
+
+def test_a_rename_or_delete_refused_by_a_webdav_lock_or_the_cap_says_so_on_the_note_page(
+        browser: Browser, boot, server, service, operator, db) -> None:
+    """A note Word holds open over WebDAV (a lock) is neither renamed nor deleted, and a rename into
+    a scope at its 10 000-note cap is refused: each refusal is the note's page with the store's
+    sentence and the right status (423, 422), not the generic error page; nothing moves."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    path = f"org/{org}/report.md"
+    write(server, service, agent, "org", "report.md", "draft from Word\n")
+    r = operator.request("LOCK", f"{server.url}/dav/{path}", data=LOCK_BODY,
+                         headers={"Timeout": "Second-300", "Depth": "0"})
+    assert r.status_code == 200, r.text
+    lock_token = r.headers["Lock-Token"]
+    locked = f"/{path} is locked by a WebDAV client of {boot['email']}"
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/{path}").text)
+    renamed = s.post(f"{server.url}/notes/rename/{path}", data={"csrf_token": token, "scope": "org",
+                                                                  "name": "final.md"})
+    assert renamed.status_code == 423 and locked in renamed.text
+    assert 'id="note-editor"' in renamed.text and 'value="final.md"' in renamed.text  # the note's page
+    deleted = s.post(f"{server.url}/notes/delete/{path}", data={"csrf_token": token})
+    assert deleted.status_code == 423 and locked in deleted.text and 'id="note-editor"' in deleted.text
+    assert ok(note_get(server, service, agent, path))["version"] == 1
+    assert note_get(server, service, agent, f"org/{org}/final.md").status_code == 404
+    login(browser, boot)
+    browser.open(f"/notes/delete/{path}")
+    press(browser, "Delete report.md")
+    assert locked in browser.find(".flash.error").text
+    assert browser.find("h1").text.startswith("report.md")
+    browser.shot("delete-refused-locked")
+    assert operator.request("UNLOCK", f"{server.url}/dav/{path}",
+                            headers={"Lock-Token": lock_token}).status_code == 204
+    # The organisation holds 10 000 notes: a guild's note cannot move there.
+    write(server, service, agent, "guild", "ideas.md", "- one\n")
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, key, display_path, content)"
+                     " SELECT %s, 'note', 'org', 'n' || i || '.md', %s || 'n' || i || '.md', 'x'"
+                     " FROM generate_series(1, 9999) AS i", (org, f"org/{org}/"))
+    ideas = f"org/{org}/guilds/{guild}/ideas.md"
+    moved = s.post(f"{server.url}/notes/rename/{ideas}", data={"csrf_token": token, "scope": "org",
+                                                                "name": "ideas.md"})
+    assert moved.status_code == 422 and "the destination already holds 10,000 live files" in moved.text
+    assert 'id="note-editor"' in moved.text
+    assert ok(note_get(server, service, agent, ideas))["version"] == 1
+    browser.open(f"/notes/{ideas}")
+    browser.fill({"scope": "org"}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    assert "the limit is 10,000 per owner; delete files there first" in browser.find(".flash.error").text
+    browser.shot("rename-refused-cap")
+
+
+def test_a_refused_rename_says_its_sentence_once(browser: Browser, boot, server, service) -> None:
+    """The refusal's sentence is the heading of the error; it is not listed again under it as the
+    problem of the name field."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    write(server, service, agent, "org", "styles.md", "s\n")
+    login(browser, boot)
+    browser.open(f"/notes/org/{org}/styles.md")
+    browser.fill({"name": "tmpzz12yy34"}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    alert = browser.find(".flash.error")
+    sentence = "has the form editors and programs give their temporary, backup and lock files"
+    assert sentence in alert.text and browser.text().count(sentence) == 1, alert.text
+    assert not alert.find_elements(browser.By.CSS_SELECTOR, "ul.problems")
+    browser.shot("rename-refused-once")
+    # An empty name, the same way.
+    browser.fill({"name": " "}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    assert browser.text().count("type the note's new name, such as plan.md") == 1
 
 
 def test_deleting_or_moving_an_embedded_note_is_refused_with_links(browser: Browser, boot, server, service,

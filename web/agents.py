@@ -28,7 +28,8 @@ from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
 from store.paths import task_path
 from web.errors import status_of
 from web.forms import form_id
-from web.notes import diff_lines, embed_list, provenance, render_markdown
+from web.notes import (as_stored, as_typed, diff_lines, embed_list, provenance, render_markdown, same_text,
+                       size_problems)
 from web.security import db, login_required, principal
 
 bp = Blueprint("agents", __name__)
@@ -121,16 +122,23 @@ def task_page(agent_id: int) -> ResponseReturnValue:
 @bp.post("/agents/<int:agent_id>/task")
 @login_required
 def save_task(agent_id: int) -> ResponseReturnValue:
-    text = request.form.get("task", "").replace("\r\n", "\n")
+    # The task is kept as sent (PUT /api/agents/<id>/task keeps CRLF): the editor's text, which the
+    # browser sends with CRLF whatever the task had, is compared as the browser holds it and saved
+    # with the stored task's line breaks and byte order mark (web.notes.as_stored).
+    typed = request.form.get("task", "")
+    text = as_typed(typed)
     opened = _version_field()
+    stored: str | None = None
     try:
         with db().transaction() as conn:
             agent = _agent(conn, agent_id)
             current = tasks.read_task(conn, agent.org_id, agent.id)
-            if current["version"] == opened and current["task"] == text:
+            stored = current["task"]
+            if current["version"] == opened and same_text(typed, stored or ""):
                 return redirect(url_for("agents.state", agent_id=agent_id, done="unchanged") + "#task")
             leases.refuse_if_leased(conn, task_path(agent.org_id, agent.id))  # open in a WebDAV client
-            tasks.write_task(conn, agent.org_id, agent.id, text, principal().actor, if_version=opened)
+            tasks.write_task(conn, agent.org_id, agent.id, as_stored(typed, stored), principal().actor,
+                             if_version=opened)
     except PreconditionFailed:
         with db().connection() as conn:
             agent = _agent(conn, agent_id)
@@ -140,8 +148,9 @@ def save_task(agent_id: int) -> ResponseReturnValue:
                                        new_name=f"yours (from v{opened})")}
         return _page(agent_id, status=409, editor_text=text, editor_version=theirs["version"], conflict=conflict)
     except (Invalid, TooLarge, Locked) as exc:
+        problems = [*exc.problems, *size_problems(stored)] if isinstance(exc, TooLarge) else exc.problems
         return _page(agent_id, status=status_of(exc), editor_text=text, editor_version=opened,
-                     error=exc.message.split("\n")[0], problems=exc.problems)
+                     error=exc.message.split("\n")[0], problems=problems)
     return redirect(url_for("agents.state", agent_id=agent_id, done="saved") + "#task")
 
 

@@ -63,8 +63,9 @@ _MD.add_render_rule("image", _image)
 
 
 def render_markdown(text: str) -> Markup:
-    """Markdown as safe HTML (raw HTML is shown as text; markdown-it refuses javascript: links)."""
-    return Markup(_MD.render(text))
+    """Markdown as safe HTML (raw HTML is shown as text; markdown-it refuses javascript: links).
+    A byte order mark at the start (a Windows editor's) is not text: it would hide a first heading."""
+    return Markup(_MD.render(text.removeprefix("\ufeff")))
 
 
 def diff_lines(old: str, new: str, *, old_name: str, new_name: str) -> list[tuple[str, str]]:
@@ -96,20 +97,72 @@ def human_size(size: int | None) -> str:
 
 
 @bp.app_template_filter("short_when")
-def _short_when(value: Any) -> str:
-    """A listing's timestamp, short as file managers show it (UTC; the full time is in the title):
-    the time for today, day and month this year, else the date."""
+def _short_when(value: Any) -> Markup:
+    """A listing's timestamp in the format of every other time in the app (2026-12-01 00:53:04 UTC),
+    to the minute; the seconds are in the cell's title. A narrow column wraps it between the date
+    and the clock, nowhere else (a bare "00:53" said neither the day nor the zone)."""
     if not isinstance(value, datetime):
-        return ""
-    value, now = value.astimezone(timezone.utc), datetime.now(timezone.utc)
-    if value.date() == now.date():
-        return value.strftime("%H:%M")
-    return value.strftime("%d %b %H:%M") if value.year == now.year else value.strftime("%Y-%m-%d")
+        return Markup("")
+    value = value.astimezone(timezone.utc)
+    return Markup('<time datetime="{}"><span class="day">{}</span> <span class="clock">{} UTC</span></time>').format(
+        value.strftime("%Y-%m-%dT%H:%M:%SZ"), value.strftime("%Y-%m-%d"), value.strftime("%H:%M"))
 
 
 @bp.app_template_filter("filesize")
 def _size_filter(size: int | None) -> str:
     return human_size(size)
+
+
+# --- text as the browser's editor holds it ---------------------------------------------------------
+
+BOM = "\ufeff"
+
+
+def as_typed(text: str) -> str:
+    """Text as a browser's textarea holds it: every line break LF (a form sends CRLF, and a
+    textarea turns the stored CRLF or lone CR into LF)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def line_ending(text: str) -> str:
+    """The line break a text mostly uses: CRLF, CR or LF (LF when it has none, or as many of each)."""
+    crlf = text.count("\r\n")
+    cr, lf = text.count("\r") - crlf, text.count("\n") - crlf
+    if crlf > lf and crlf >= cr:
+        return "\r\n"
+    return "\r" if cr > lf and cr > crlf else "\n"
+
+
+def same_text(typed: str, stored: str) -> bool:
+    """Whether what an editor sent is the stored text, compared as the browser can represent it:
+    line breaks and a byte order mark at the start (invisible in a textarea) do not count."""
+    return as_typed(typed).removeprefix(BOM) == as_typed(stored).removeprefix(BOM)
+
+
+def as_stored(typed: str, stored: str | None) -> str:
+    """What an editor's text is saved as over ``stored`` (None: a new file): with the stored
+    text's line breaks (a file written with CRLF by a Windows editor keeps CRLF, LF stays LF) and
+    its byte order mark if it had one; a new file's lines end with LF."""
+    text = as_typed(typed)
+    if stored is None:
+        return text
+    eol = line_ending(stored)
+    if eol != "\n":
+        text = text.replace("\n", eol)
+    if stored.startswith(BOM) and not text.startswith(BOM):
+        text = BOM + text
+    return text
+
+
+def size_problems(stored: str | None) -> list[str]:
+    """Why a text the editor shows is larger once stored: the file's CRLF line breaks, its BOM."""
+    out = []
+    if stored is not None and line_ending(stored) == "\r\n":
+        out.append("This file keeps the Windows line breaks (CRLF) it was written with, so each line break "
+                   "counts two bytes; the size above is the size it would be stored at.")
+    if stored is not None and stored.startswith(BOM):
+        out.append("This file starts with a byte order mark, which it keeps; it counts three bytes.")
+    return out
 
 
 # --- where a URL points -----------------------------------------------------------------------------
@@ -369,16 +422,21 @@ def _version_field() -> int:
 @login_required
 def save(display_path: str) -> ResponseReturnValue:
     target = note_target(display_path)
-    # Browsers send a textarea's lines with CRLF; notes are stored with LF as editors write them.
-    text = request.form.get("content", "").replace("\r\n", "\n")
+    # Browsers send a textarea's lines with CRLF whatever the file had (and show a stored CRLF as
+    # LF): the text is compared as the browser holds it, and saved with the note's own line breaks
+    # and byte order mark, so the size the cap judges is the size stored.
+    typed = request.form.get("content", "")
+    text = as_typed(typed)
     opened = _version_field()
+    stored: str | None = None
     try:
         with db().transaction() as conn:
             current = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
-            if current is not None and current["version"] == opened and (current["content"] or "") == text:
+            stored = (current["content"] or "") if current is not None else None
+            if current is not None and current["version"] == opened and same_text(typed, stored or ""):
                 return redirect(note_url(target.path, done="unchanged"))
-            notes.write_note(conn, target.org_id, target.level, target.owner_id, target.name, text,
-                             principal().actor, if_version=opened, honour_leases=True)
+            notes.write_note(conn, target.org_id, target.level, target.owner_id, target.name,
+                             as_stored(typed, stored), principal().actor, if_version=opened, honour_leases=True)
     except PreconditionFailed:
         # Somebody saved meanwhile (or deleted the note): nothing was written. Show both versions
         # and keep what was typed, based on the newest version, so a second Save is a choice.
@@ -391,8 +449,9 @@ def save(display_path: str) -> ResponseReturnValue:
         return _note_page(target, status=409, editor_text=text,
                           editor_version=theirs["version"] if theirs else 0, conflict=conflict)
     except (Invalid, TooLarge, Locked) as exc:
+        problems = [*exc.problems, *size_problems(stored)] if isinstance(exc, TooLarge) else exc.problems
         return _note_page(target, status=status_of(exc), editor_text=text, editor_version=opened,
-                          error=exc.message.split("\n")[0], problems=exc.problems)
+                          error=exc.message.split("\n")[0], problems=problems)
     return redirect(note_url(target.path, done="saved"))
 
 
@@ -434,7 +493,8 @@ def rename(display_path: str) -> ResponseReturnValue:
         return _note_page(target, status=status_of(exc), rename_name=raw_name,
                           error=f"A note named {_key_from(raw_name)} already exists there; choose another name, "
                                 "or delete that note first.")
-    except (Invalid, NotANote) as exc:
+    except (Invalid, NotANote, LimitReached, Locked) as exc:
+        # (Locked: a WebDAV client holds the note or the name; LimitReached: the other scope is full.)
         return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems,
                           rename_name=raw_name)
     return redirect(note_url(new_path, done="renamed"))
@@ -464,5 +524,7 @@ def delete(display_path: str) -> ResponseReturnValue:
             row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
         return render_template("notes/delete.html", nav="notes", target=target, note=row, used_by=[],
                                embedded={"message": exc.message, "tasks": task_links(exc.tasks)}), 409
+    except (Locked, LimitReached) as exc:  # a WebDAV client holds the note: it stays, and says so
+        return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems)
     scope = _scope_key(target.level, target.owner_id)
     return redirect(url_for("notes.index", done="deleted") + f"#scope-{scope}")

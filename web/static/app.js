@@ -233,6 +233,14 @@
       }
     }
   });
+  // A save refused before its form could answer lands on the message page: its sentence is the
+  // reason the draft that was sent is not saved.
+  const message = document.querySelector("section.message .sentence");
+  const sentKey = storage && storage.getItem(SENT);
+  if (message && sentKey) {
+    const draft = read(sentKey);
+    if (draft && draft.sent) put(sentKey, { ...draft, reason: message.textContent.trim() });
+  }
   document.querySelectorAll("form[data-draft]").forEach((form) => {
     if (!storage) return;
     // Keyed by the form's own page: a refusal is served at the URL the form posted to, which for
@@ -247,7 +255,9 @@
     const answered = document.querySelector(".flash.error, .flash.stale, .conflict");
     const unsaved = form.hasAttribute("data-unsaved");
     const kept = answered ? null : read(key);
-    if (unsaved) put(key, { at: Date.now(), values: snapshot(form), sent: false });
+    // The refusal this page shows is why its text was not saved: the draft keeps that sentence.
+    const refusal = answered && (answered.querySelector("strong, h2") || answered).textContent.trim();
+    if (unsaved) put(key, { at: Date.now(), values: snapshot(form), sent: false, reason: refusal || "" });
     else if (answered) storage.removeItem(key);
     if (kept && Array.isArray(kept.values) && JSON.stringify(kept.values) !== shown) {
       offering = true;
@@ -256,7 +266,11 @@
       notice.setAttribute("role", "status");
       const keptAt = new Date(kept.at);
       const when = isNaN(keptAt) ? "an earlier visit" : utcClock(keptAt, 16);  // (storage may hold anything)
-      notice.append(`What you typed here at ${when} was not saved (the session may have ended). `);
+      // Only what is known: the refusal's own sentence when a page gave one; otherwise that the
+      // save was sent and no page confirmed it, or just that it was not saved.
+      const reason = typeof kept.reason === "string" && kept.reason
+        ? `: ${kept.reason.replace(/[.\s]+$/, "")}.` : kept.sent ? ": the save was sent, but no page confirmed it." : ".";
+      notice.append(`What you typed here at ${when} was not saved${reason} `);
       const take = Object.assign(document.createElement("button"), { type: "button", textContent: "Restore it" });
       const drop = Object.assign(document.createElement("button"), { type: "button", textContent: "Discard",
                                                                      className: "secondary" });
