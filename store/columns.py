@@ -10,13 +10,14 @@ change rebuilds the records, so both paths derive the same text from the same bo
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.access import Actor
 from store.db import Conn
-from store.errors import Conflict, Invalid
+from store.errors import Conflict, Invalid, at_most_listed
 from store.paths import nfc
 from store.provenance import append_changes
 from store.values import MAX_IDENTITY_BYTES, NUL_PROBLEM, identity_text, is_number, number_text, shown
@@ -220,8 +221,8 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
               for i, item in enumerate(raw)]
     columns = [c for c in parsed if c is not None]
 
-    names = [item.get("name") for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)]
-    for name in sorted({n for n in names if names.count(n) > 1}):
+    names = Counter(item.get("name") for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str))
+    for name in sorted(n for n, times in names.items() if times > 1):
         problems.append(f'column "{name}": the name is declared more than once; column names are unique '
                         "in a collection")
     uniques = [item.get("name") for item in raw if isinstance(item, dict) and item.get("unique") is True]
@@ -231,7 +232,7 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
 
     if previous is not None:
         problems.extend(_rename_problems(raw, previous))
-    return columns, problems
+    return columns, at_most_listed(problems)
 
 
 def _rename_problems(raw: list, previous: Sequence[Column]) -> list[str]:

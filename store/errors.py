@@ -23,6 +23,21 @@ class StoreError(Exception):
         self.problems: list[str] = list(problems)
 
 
+# Problems one answer lists. "Every problem at once" is for a person or a model mending a body;
+# a body of 100 000 unknown keys (2 MB) listed line by line answered with 32 MB, which a client
+# that does not read held a worker with.
+MAX_LISTED = 100
+
+
+def at_most_listed(problems: list[str]) -> list[str]:
+    """``problems``, or its first MAX_LISTED and one line saying how many more there are."""
+    if len(problems) <= MAX_LISTED:
+        return problems
+    rest = len(problems) - MAX_LISTED
+    return problems[:MAX_LISTED] + [f"{rest} more problem{'s' if rest > 1 else ''} not listed here; mend these "
+                                    "and send it again to see the rest"]
+
+
 class Unauthenticated(StoreError):
     """No credentials, or wrong ones."""
 

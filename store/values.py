@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from store.errors import at_most_listed
 from store.paths import nfc
 
 if TYPE_CHECKING:  # store.columns imports shown and is_number from here
@@ -220,7 +221,7 @@ def check_body(columns: Sequence[Column], body: dict[str, Any], *,
         for column in columns:
             if column.required and column.name not in body:
                 problems.append(f'column "{column.name}": missing required column')
-    return clean, problems
+    return clean, at_most_listed(problems)
 
 
 def record_problems(columns: Sequence[Column], content: dict[str, Any],
