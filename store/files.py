@@ -44,7 +44,7 @@ _ORG = re.compile(r"^org/([1-9][0-9]{0,18})/")
 
 _SELECT = """
 SELECT fc.id, fc.display_path, fc.operation, fc.version, fc.actor_type, fc.actor_id, fc.actor_name,
-       fc.run_id, fc.tool_call_id, fc.tool_name, fc.created_at,
+       fc.run_id, fc.tool_call_id, fc.tool_name, fc.created_at, fc.moved_from,
        r.agent_id AS run_agent_id, ra.guild_id AS run_guild_id, r.kind AS run_kind,
        r.status AS run_status, s.name AS run_routine
   FROM file_changes fc
@@ -61,7 +61,7 @@ def path_org(path: str) -> int | None:
 
 def _shape(row: dict) -> dict[str, Any]:
     out = {k: row[k] for k in ("id", "display_path", "operation", "version", "actor_type", "actor_id", "actor_name",
-                               "run_id", "tool_call_id", "tool_name", "created_at")}
+                               "run_id", "tool_call_id", "tool_name", "created_at", "moved_from")}
     if row["run_id"] is not None:
         out["run"] = {"agent_id": row["run_agent_id"], "guild_id": row["run_guild_id"], "kind": row["run_kind"],
                       "status": row["run_status"], "routine": row["run_routine"]}

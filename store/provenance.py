@@ -38,10 +38,12 @@ _CHANGE_COLUMNS = ("org_id, display_path, operation, version, actor_type, actor_
                    " tool_call_id, tool_name")
 
 
-def change_cte(source: str) -> str:
-    return f"""INSERT INTO file_changes ({_CHANGE_COLUMNS})
+def change_cte(source: str, *, moved_from: bool = False) -> str:
+    """``moved_from``: ``source`` has that column too (the path a move came from)."""
+    extra = (", moved_from", ", moved_from") if moved_from else ("", "")
+    return f"""INSERT INTO file_changes ({_CHANGE_COLUMNS}{extra[0]})
                SELECT org_id, display_path, operation, version, %(actor_type)s, %(actor_id)s, %(actor_name)s,
-                      %(run_id)s, %(tool_call_id)s, %(tool_name)s FROM {source}
+                      %(run_id)s, %(tool_call_id)s, %(tool_name)s{extra[1]} FROM {source}
                RETURNING id, org_id, display_path, operation, version"""
 
 
@@ -67,20 +69,22 @@ def announce(*, org_id: int, display_path: str, operation: str, version: int | N
 
 
 def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Operation,
-                  version: int | None, actor: Actor, event_paths: Sequence[str] | None = None) -> int:
+                  version: int | None, actor: Actor, event_paths: Sequence[str] | None = None,
+                  moved_from: str | None = None) -> int:
     """Append one provenance row for ``display_path`` and publish its event; returns the change id.
     Call inside the write's transaction. ``event_paths`` are the paths the event is published for
     when they differ from the row's (a new record's row is on its own path, while the specification
-    publishes record_add for the collection path). The row and the first event are one statement:
-    every write pays for it."""
+    publishes record_add for the collection path); ``moved_from``, on a move's row at its new path,
+    the path it came from. The row and the first event are one statement: every write pays for it."""
     events = list(event_paths) if event_paths else [display_path]
     row = conn.execute(
         f"""WITH source AS (SELECT %(org_id)s::bigint AS org_id, %(path)s::text AS display_path,
-                                   %(operation)s::text AS operation, %(version)s::int AS version),
-                 change AS ({change_cte("source")})
+                                   %(operation)s::text AS operation, %(version)s::int AS version,
+                                   %(moved_from)s::text AS moved_from),
+                 change AS ({change_cte("source", moved_from=True)})
             SELECT id, {notify_change("change", "%(event_path)s::text")} FROM change""",
         {"org_id": org_id, "path": display_path, "operation": operation, "version": version,
-         "event_path": events[0], **actor_params(actor)}).fetchone()
+         "moved_from": moved_from, "event_path": events[0], **actor_params(actor)}).fetchone()
     payloads = [{"org_id": org_id, "display_path": path, "operation": operation, "version": version,
                  "change_id": row["id"]} for path in events]
     for payload in payloads[1:]:

@@ -311,7 +311,7 @@ def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: st
     """Give the (locked) artifact ``row_id`` the path ``dst``: it keeps its row, so its identity and
     history, and its version goes up by one. ``replaced_id`` is a live artifact at ``dst`` that the
     caller has decided to replace; ``level`` and the owner ids move a note between levels.
-    Provenance: 'move' on the old path, 'create' or 'update' on the new one."""
+    Provenance: 'move' on the old path, 'create' or 'update' on the new one, naming the old."""
     if replaced_id is not None:
         retire(conn, replaced_id, actor)
     row = conn.execute(
@@ -323,5 +323,5 @@ def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: st
         (key, dst, level, level, guild_id, level, agent_id, actor.name, row_id)).fetchone()
     record_change(conn, org_id=org_id, display_path=src, operation="move", version=row["version"], actor=actor)
     record_change(conn, org_id=org_id, display_path=dst, operation="update" if replaced_id else "create",
-                  version=row["version"], actor=actor)
+                  version=row["version"], actor=actor, moved_from=src)
     return row

@@ -214,6 +214,10 @@ def test_moves_between_levels_and_copy(dav: Dav, db: Database) -> None:
     assert moved["id"] == before["id"] and moved["version"] == 2
     assert artifact(db, f"{dav.g}/idea.md") is None
     assert [c[0] for c in changes(db, f"{dav.g}/idea.md")] == ["create", "move"]
+    with db.connection() as conn:   # the row at the new path says where the file came from
+        assert conn.execute("SELECT operation, moved_from FROM file_changes WHERE display_path = %s",
+                            (f"org/{dav.org}/idea.md",)).fetchall() == [
+            {"operation": "create", "moved_from": f"{dav.g}/idea.md"}]
     assert dav.move(f"org/{dav.org}/idea.md", f"{dav.a}/idea.md").status_code == 201
     r = dav.req("COPY", f"{dav.a}/idea.md", headers={"Destination": dav.url(f"{dav.g}/copy.md")})
     assert r.status_code == 201 and dav.get(f"{dav.g}/copy.md").text == "idea"

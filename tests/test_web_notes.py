@@ -398,6 +398,14 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     assert ok(note_get(server, service, agent, f"org/{org}/brainstorm.md"))["version"] == 2
     assert note_get(server, service, agent, f"org/{org}/guilds/{guild}/ideas.md").status_code == 404
     assert [c["operation"] for c in changes(operator, server, f"org/{org}/guilds/{guild}/ideas.md")][0] == "move"
+    # Its history at the new path says where it came from (it began with a bare "Create v2").
+    arrival = changes(operator, server, f"org/{org}/brainstorm.md")[0]
+    assert (arrival["operation"], arrival["moved_from"]) == ("create", f"org/{org}/guilds/{guild}/ideas.md")
+    strip = browser.find("#provenance")
+    browser.driver.execute_script("arguments[0].scrollIntoView()", strip)
+    latest = browser.find("#provenance .latest").text
+    assert f"Moved here from org/{org}/guilds/{guild}/ideas.md" in latest, latest
+    browser.shot("note-renamed-strip")
     # Delete behind a confirmation naming the note.
     follow(browser, browser.link("Delete…"))
     assert "Delete the note brainstorm.md?" in browser.text()
