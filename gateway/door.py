@@ -25,12 +25,15 @@ pipelined request would.
 
 Answers go the same way in the other direction: a worker sends what the socket takes at once and
 leaves the rest with the front (``_SpillWriter``), which sends it as the client reads and only then
-reads or answers the connection's next request. A client that never reads its answers costs
-memory (at most ``SPILL_BYTES`` each, ``spill_budget`` in all) and, after ``BODY_TIMEOUT`` without
-progress, its connection. Past its own ``SPILL_BYTES`` (a very large answer) the worker sends the
-rest itself, as cheroot's writer does; past the process's ``spill_budget`` too, but a client that
-takes nothing for ``SPILL_STALL`` seconds is closed rather than waited for 30 s (a worker waiting
-that long on each of a few dozen such clients answered no one).
+reads or answers the connection's next request. What a client has not taken is kept in memory
+(at most ``SPILL_BYTES`` an answer, ``spill_budget`` in all) and past that in an unlinked temporary
+file (``_Pending``; at most ``SPILL_FILE_BYTES`` an answer, ``spill_disk_budget`` in all): a very
+large answer to a client that never reads costs disk, not a worker (when the worker sent what was
+past 16 MB itself, 36 clients each asking for a 25 MB export and reading nothing held all 32
+workers of two processes, and the gateway answered no one). Such a client also costs its
+connection, after ``BODY_TIMEOUT`` without progress. Only past the disk's bounds too, or when the
+file cannot be written (a full disk), does the worker send the rest itself, and then a client that
+takes nothing for ``SPILL_STALL`` seconds is closed rather than waited for 30 s.
 
 A parked connection costs a socket and its buffered bytes, not a thread, so there is no
 per-address cap (clients behind one NAT or proxy share an address); ``max_open`` bounds the total
@@ -50,11 +53,13 @@ import contextlib
 import errno
 import logging
 import math
+import os
 import resource
 import select
 import selectors
 import socket
 import ssl
+import tempfile
 import threading
 import time
 from typing import Any
@@ -75,13 +80,19 @@ CLIENT_GONE = "hostfinder.client_gone"   # environ: a callable, True once the cl
 # has no POLLRDHUP, a hang-up often shows as POLLIN alone: the stream's heartbeat finds it instead.
 _HUNG_UP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR | select.POLLNVAL
 _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
-# Answer bytes one connection may leave with the front when its client reads slowly (a 10 000-note
-# PROPFIND or a table's export fits); past this, or past the process's ``spill_budget`` of such
-# bytes, the worker sends the rest itself and waits, as cheroot's own writer does.
+# Answer bytes one connection may leave with the front in memory when its client reads slowly (a
+# 10 000-note PROPFIND fits); past this, or past the process's ``spill_budget`` of such bytes, the
+# rest goes to a temporary file, at most SPILL_FILE_BYTES an answer (a table's export of a few
+# hundred MB fits) and ``spill_disk_budget`` in all. Past those the worker sends the rest itself.
 SPILL_BYTES = 16 * 1024 * 1024
+SPILL_FILE_BYTES = 256 * 1024 * 1024
 _SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
+# What the front reads of an answer's file per writable event over TLS (a plain socket takes it
+# straight from the file, os.sendfile): more would mostly be read again, as a slow client's
+# socket takes a few KB at a time.
+_FILE_BLOCK = 64 * 1024
 STOP_SEND_SECONDS = 5.0    # a stopping server still sends an answer under way, this long per stall
-SPILL_STALL = 2.0          # past the spill budget, a worker waits this long per stall of a client's reading
+SPILL_STALL = 2.0          # past the spill bounds, a worker waits this long per stall of a client's reading
 # How long a worker that has just answered waits for the same client's next request before it
 # parks the connection with the front (DoorConnection.communicate). A client on a keep-alive
 # connection (an editor, davfs2, rclone, a file manager listing and reading) sends its next request
@@ -278,16 +289,109 @@ def send_some(sock: Any, data: bytes | bytearray, limit: int | None = None) -> i
     return sent
 
 
+class _Pending:
+    """An answer's bytes the client has not taken yet, in order: those memory may hold
+    (``ParkingManager.may_spill``) in ``memory``, the rest in an unlinked temporary file made when
+    first needed. A file rather than more memory or the worker's time: a table's export to each of
+    a few dozen clients that read nothing is gigabytes, which either ran a process out of memory
+    or, sent by the workers themselves, held every worker. The file is closed as soon as its last
+    byte is sent or given up, so it holds a descriptor only while it holds something to send."""
+
+    __slots__ = ("memory", "_file", "_start", "_end")
+
+    def __init__(self) -> None:
+        self.memory = bytearray()
+        self._file: Any = None
+        self._start = self._end = 0   # the file's bytes not sent yet: [_start, _end)
+
+    def __len__(self) -> int:
+        return len(self.memory) + self._end - self._start
+
+    def __bool__(self) -> bool:
+        return bool(self.memory) or self._end > self._start
+
+    @property
+    def on_disk(self) -> int:
+        """Bytes in the file, sent or not: the disk holds them all until the file is closed."""
+        return self._end
+
+    def keep(self, data: bytes) -> None:
+        assert not self._end   # (once bytes went to the file, every later one follows them there)
+        self.memory += data
+
+    def store(self, data: bytes) -> None:
+        """Add ``data`` at the end of the file; an OSError (a full disk) leaves what was held as it
+        was (bytes written past ``_end`` are never read)."""
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="hostfinder-answer-", buffering=0)
+            fd, done = self._file.fileno(), 0
+            with memoryview(data) as view:
+                while done < len(view):
+                    done += os.pwrite(fd, view[done:], self._end + done)
+        except OSError:
+            if not self._end:
+                self._close()
+            raise
+        self._end += len(data)
+
+    def block(self, size: int) -> bytes:
+        """The next bytes to send, at most ``size``: from memory while it holds any, then from the file."""
+        if self.memory:
+            return bytes(self.memory[:size])
+        return os.pread(self._file.fileno(), min(size, self._end - self._start), self._start) if self else b""
+
+    def send_some(self, sock: Any, limit: int) -> int:
+        """Send from the start without waiting, at most ``limit`` bytes; the count sent, for
+        ``consume``. What the socket refused is offered again, the same bytes, next time (TLS
+        needs that: see the module's ``send_some``)."""
+        if self.memory:
+            return send_some(sock, self.memory, limit)
+        count = min(limit, self._end - self._start)
+        if count <= 0:
+            return 0
+        if isinstance(sock, ssl.SSLSocket):
+            return send_some(sock, self.block(min(count, _FILE_BLOCK)))
+        try:
+            return os.sendfile(sock.fileno(), self._file.fileno(), self._start, count)
+        except (BlockingIOError, InterruptedError):
+            return 0
+
+    def consume(self, count: int) -> tuple[int, int]:
+        """Forget the first ``count`` bytes, sent; the bytes of memory and of disk this frees. The
+        disk's are freed together, when the file's last byte is sent and it is closed."""
+        memory = min(count, len(self.memory))
+        del self.memory[:memory]
+        self._start += count - memory
+        if self._file is not None and self._start >= self._end:
+            return memory, self._close()
+        return memory, 0
+
+    def clear(self) -> tuple[int, int]:
+        """Forget everything (the file too); the bytes of memory and of disk this frees."""
+        memory = len(self.memory)
+        self.memory = bytearray()
+        return memory, self._close()
+
+    def _close(self) -> int:
+        disk = self._end
+        if self._file is not None:
+            self._file.close()
+        self._file, self._start, self._end = None, 0, 0
+        return disk
+
+
 class _SpillWriter:
-    """The connection's writer. What the socket takes at once is sent; the rest is kept, and the
-    front sends it once the worker has finished the request (``ParkingManager.put`` or
-    ``DoorConnection.close``). A client that reads its answers slowly, or never, then holds
-    memory (bounded) instead of a worker thread: with cheroot's writer each such client held a
-    thread for 30 s per stall, and 40 clients that never read stopped the gateway."""
+    """The connection's writer. What the socket takes at once is sent; the rest is kept
+    (``_Pending``), and the front sends it once the worker has finished the request
+    (``ParkingManager.put`` or ``DoorConnection.close``). A client that reads its answers slowly,
+    or never, then holds memory or disk (bounded) instead of a worker thread: with cheroot's
+    writer each such client held a thread for 30 s per stall, and 40 clients that never read
+    stopped the gateway."""
 
     def __init__(self, conn: DoorConnection) -> None:
         self.conn = conn
-        self.pending = bytearray()
+        self.pending = _Pending()
         self.bytes_written = 0
 
     def write(self, data: bytes) -> int:
@@ -296,24 +400,30 @@ class _SpillWriter:
         if data:
             rest = data if self.pending else data[self._send_now(data):]
             if rest:
-                manager = self.conn.manager
-                verdict = manager.may_spill(len(self.pending), len(rest)) if manager is not None else "stopping"
-                if verdict is None:
-                    self.pending += rest
-                elif verdict == "process":
-                    # The process already keeps ``spill_budget`` of answers that clients are not
-                    # reading: this worker sends the rest itself, as past SPILL_BYTES, but gives a
-                    # client that takes nothing only SPILL_STALL seconds (not 30), so a few dozen
-                    # more such clients cannot hold every worker. A client that reads goes on.
-                    try:
-                        self._send_blocking(rest, stall=SPILL_STALL)
-                    except (TimeoutError, socket.timeout):
-                        log.info("closing a connection whose client took none of its answer for %s s while "
-                                 "the answers kept for slow readers are at their bound", SPILL_STALL)
-                        raise ConnectionAbortedError(errno.ECONNABORTED, "the client is not reading") from None
-                else:
-                    self._send_blocking(rest)
+                self._keep(rest)
         return len(data)
+
+    def _keep(self, rest: bytes) -> None:
+        manager = self.conn.manager
+        if manager is None:
+            self._send_blocking(rest, stall=STOP_SEND_SECONDS)   # (the server is stopping: no front to send it)
+            return
+        where = manager.may_spill(self.pending, len(rest))
+        if where == "memory":
+            self.pending.keep(rest)
+            return
+        if where == "disk":
+            try:
+                self.pending.store(rest)
+                return
+            except OSError as exc:
+                manager.unspill(0, len(rest))
+                log.warning("could not keep an answer for a slow reader in a temporary file (%s); "
+                            "the worker sends it itself", exc)
+        # Past every bound on what is kept (or with no room on disk): this worker sends the rest
+        # itself, but gives a client that takes nothing only SPILL_STALL seconds (not 30), so a few
+        # dozen more such clients cannot hold every worker. A client that reads goes on.
+        self._send_blocking(rest, stall=SPILL_STALL)
 
     def _send_now(self, data: bytes) -> int:
         """As much of ``data`` as the socket takes without waiting."""
@@ -325,33 +435,40 @@ class _SpillWriter:
         finally:
             sock.settimeout(timeout)
 
-    def _send_blocking(self, data: bytes, *, stall: float | None = None) -> None:
+    def _send_blocking(self, data: bytes, *, stall: float) -> None:
         """Past the spill bounds: everything kept, then ``data``, sent by this thread, waiting at
-        most ``stall`` seconds (else the socket's timeout) each time the client takes nothing.
-        Not ``sendall``: on a plain socket its timeout bounds the whole answer, which would cut
-        off a client reading steadily, only slower than that."""
-        kept, self.pending = bytes(self.pending), bytearray()
-        manager = self.conn.manager
-        if kept and manager is not None:
-            manager.unspill(len(kept))
+        most ``stall`` seconds each time the client takes nothing; a client that takes nothing for
+        that long is closed. Not ``sendall``: on a plain socket its timeout bounds the whole
+        answer, which would cut off a client reading steadily, only slower than that."""
         sock = self.conn.socket
         timeout = sock.gettimeout()
-        if stall is not None:
-            sock.settimeout(stall)
+        sock.settimeout(stall)
         try:
-            with memoryview(kept + data) as view:
-                sent = 0
-                while sent < len(view):
-                    sent += sock.send(view[sent:sent + _SEND_BLOCK])   # (each call waits at most the timeout)
+            while self.pending:
+                block = self.pending.block(_SEND_BLOCK)
+                _send_waiting(sock, block)
+                self._release(self.pending.consume(len(block)))
+            _send_waiting(sock, data)
+        except (TimeoutError, socket.timeout):
+            self.abandon()
+            log.info("closing a connection whose client took none of its answer for %s s (the answers "
+                     "kept for slow readers are at their bounds, or the server is stopping)", stall)
+            raise ConnectionAbortedError(errno.ECONNABORTED, "the client is not reading") from None
+        except BaseException:
+            self.abandon()   # (the connection is closing: nothing of this answer is for the front)
+            raise
         finally:
-            if stall is not None:
-                sock.settimeout(timeout)
+            sock.settimeout(timeout)
+
+    def _release(self, freed: tuple[int, int]) -> None:
+        # (Through the server, not ``conn.manager``: the bytes were counted, stopping or not.)
+        manager = getattr(self.conn.server, "_connections", None)
+        if isinstance(manager, ParkingManager) and any(freed):
+            manager.unspill(*freed)
 
     def abandon(self) -> None:
         """The connection is going without its client reading the rest: forget it."""
-        if self.pending and self.conn.manager is not None:
-            self.conn.manager.unspill(len(self.pending))
-        self.pending = bytearray()
+        self._release(self.pending.clear())
 
     def finish(self, timeout: float) -> None:
         """The server is stopping: send what is kept, waiting at most ``timeout`` per stall, so an
@@ -359,7 +476,10 @@ class _SpillWriter:
         if self.pending:
             try:
                 self.conn.socket.settimeout(timeout)
-                self.conn.socket.sendall(bytes(self.pending))
+                while self.pending:
+                    block = self.pending.block(_SEND_BLOCK)
+                    self.conn.socket.sendall(block)
+                    self._release(self.pending.consume(len(block)))
             except (OSError, ssl.SSLError, ValueError):
                 pass
         self.abandon()
@@ -369,6 +489,14 @@ class _SpillWriter:
 
     def close(self) -> None:
         pass
+
+
+def _send_waiting(sock: Any, data: bytes) -> None:
+    """All of ``data`` on a socket with a timeout, which bounds each wait, not the whole."""
+    with memoryview(data) as view:
+        sent = 0
+        while sent < len(view):
+            sent += sock.send(view[sent:sent + _SEND_BLOCK])   # (each call waits at most the timeout)
 
 
 class DoorConnection(cheroot_server.HTTPConnection):
@@ -694,7 +822,8 @@ class ParkingManager(connections.ConnectionManager):
         # by its cap, but 500 connections each stalling one byte short of a 2 MB body would hold
         # 1 GB. Past ``server.buffer_budget`` a connection asking for more memory is answered 503.
         self._buffered = 0
-        self._spilled = 0    # answer bytes kept for slow readers (_SpillWriter)
+        self._spilled = 0    # answer bytes kept in memory for slow readers (_SpillWriter)
+        self._spilled_to_disk = 0   # and in their temporary files (sent or not, until closed)
         self._count_lock = threading.Lock()
         self._front: threading.Thread | None = None   # the thread running the selector loop
 
@@ -716,21 +845,27 @@ class ParkingManager(connections.ConnectionManager):
     def release(self, room: int) -> None:
         self._account(-room)
 
-    def may_spill(self, held: int, more: int) -> str | None:
-        """None when a connection already holding ``held`` unsent answer bytes may leave ``more``
-        with the front; else which bound says no: "answer" (this connection's, ``SPILL_BYTES``)
-        or "process" (all connections', ``spill_budget``)."""
+    def may_spill(self, pending: _Pending, more: int) -> str | None:
+        """Where a connection whose answer already leaves ``pending`` with the front may keep
+        ``more`` bytes, counted from now: "memory" within ``SPILL_BYTES`` for the answer and the
+        process's ``spill_budget`` (and while none went to its file: the bytes stay in order),
+        else "disk" within ``SPILL_FILE_BYTES`` and the process's ``spill_disk_budget``; None past
+        those too (the worker sends them itself)."""
         with self._count_lock:
-            if held + more > SPILL_BYTES:
-                return "answer"
-            if self._spilled + more > self.server.spill_budget:
-                return "process"
-            self._spilled += more
+            if (not pending.on_disk and len(pending.memory) + more <= SPILL_BYTES
+                    and self._spilled + more <= self.server.spill_budget):
+                self._spilled += more
+                return "memory"
+            if (pending.on_disk + more <= SPILL_FILE_BYTES
+                    and self._spilled_to_disk + more <= self.server.spill_disk_budget):
+                self._spilled_to_disk += more
+                return "disk"
             return None
 
-    def unspill(self, sent: int) -> None:
+    def unspill(self, memory: int, disk: int = 0) -> None:
         with self._count_lock:
-            self._spilled -= sent
+            self._spilled -= memory
+            self._spilled_to_disk -= disk
 
     # -- the selector loop ---------------------------------------------------------------------
 
@@ -972,19 +1107,18 @@ class ParkingManager(connections.ConnectionManager):
         self._selector.register(conn.socket.fileno(), selectors.EVENT_WRITE, data=conn)
 
     def _writable(self, fd: int, conn: DoorConnection, state: _Parked) -> None:
-        writer = conn.wfile
+        pending = conn.wfile.pending
         try:
-            sent = send_some(conn.socket, writer.pending, _SEND_BLOCK)
+            sent = pending.send_some(conn.socket, _SEND_BLOCK)
         except (OSError, ssl.SSLError, ValueError):
             self._selector.unregister(fd)
             self._drop(conn)
             return
         if not sent:
             return
-        del writer.pending[:sent]
-        self.unspill(sent)
+        self.unspill(*pending.consume(sent))
         state.progress = time.monotonic()
-        if writer.pending:
+        if pending:
             return
         self._selector.unregister(fd)
         state.draining = False
@@ -1080,7 +1214,8 @@ class DoorServer(wsgi.Server):
     header_timeout = HEADER_TIMEOUT
     body_timeout = BODY_TIMEOUT
     buffer_budget = 256 * 1024 * 1024   # bytes of unfinished requests the front holds at most
-    spill_budget = 256 * 1024 * 1024    # bytes of answers slow readers have not taken yet, at most
+    spill_budget = 256 * 1024 * 1024    # bytes of answers slow readers have not taken yet, in memory
+    spill_disk_budget = 1024 ** 3       # and past that (or SPILL_BYTES), in temporary files
     stall_seconds = 2.0                 # a body silent this long gives way when the budget is full
     # Connections taken per wake-up of the front. 64 for a socket of its own; `serve --workers`
     # sets 1 (gateway/workers.adopt): every worker's front wakes for a new connection, and one

@@ -549,11 +549,12 @@ def test_clients_that_never_read_their_answers_hold_no_worker(quick_server, boot
 
 
 def test_past_the_spill_budget_a_client_that_does_not_read_is_closed_not_waited_for(db, boot) -> None:
-    """Once the process keeps its whole budget of unread answers, a worker waited up to 30 s for
-    each further client that did not read (the door's 32 workers answered no one for 30 s at a
-    time): such a client's connection is closed instead, and the gateway goes on answering."""
+    """Once the process keeps its whole budget of unread answers (in memory, and on disk: none
+    here), a worker waited up to 30 s for each further client that did not read (the door's 32
+    workers answered no one for 30 s at a time): such a client's connection is closed instead, and
+    the gateway goes on answering."""
     from test_collections_support import col, create, seed
-    with door_server(db, spill_budget=512 * 1024) as server:
+    with door_server(db, spill_budget=512 * 1024, spill_disk_budget=0) as server:
         operator = requests.Session()
         operator.auth = ("ada@example.com", "correct horse battery")
         made = create(operator, server.url, "big", [col("text")])
@@ -587,7 +588,7 @@ def test_past_the_spill_budget_a_client_that_reads_still_gets_its_answer_whole(d
     slower than the server: with the budget held by non-readers, three clients reading at their
     own pace each got the first 64 KB of a 250 KB note and then a closed connection (and one
     reading steadily for longer than door.SPILL_STALL in all was cut at that point)."""
-    with door_server(db, spill_budget=1024 * 1024, send_buffer=32768) as server:
+    with door_server(db, spill_budget=1024 * 1024, spill_disk_budget=0, send_buffer=32768) as server:
 
         def get(rcvbuf: int) -> socket.socket:
             s = socket.socket()
