@@ -122,8 +122,8 @@ def _answer(status: bytes, sentence: bytes, *, headers: bytes = b"") -> bytes:
 _BUSY_ANSWER = _answer(b"503 Service Unavailable", b"the server is holding too many unfinished requests in memory "
                        b"just now; send the request again in a few seconds\n", headers=b"Retry-After: 5\r\n")
 _CHUNK_ANSWER = _answer(b"400 Bad Request", b"the chunked body is malformed: each chunk starts with its size in "
-                        b"hexadecimal digits (no sign, no 0x) and a CRLF, and trailers end within 8 KB; send valid "
-                        b"chunked encoding or a Content-Length\n")
+                        b"hexadecimal digits (no sign, no 0x) and a CRLF, then exactly that many bytes and a CRLF, "
+                        b"and trailers end within 8 KB; send valid chunked encoding or a Content-Length\n")
 _CODING_ANSWER = _answer(b"501 Not Implemented", b"the only Transfer-Encoding this server reads is chunked; "
                          b"send the body as it is (with a Content-Length) or chunked\n")
 _LF_ANSWER = _answer(b"400 Bad Request", b"the request's lines end in a bare LF; HTTP lines end in CRLF\n")
@@ -798,14 +798,23 @@ class _Parked:
                 return False
             after = eol + 2 + size + 2
             line = eol + 2 - self.chunk_pos
+            if self.counted + line + size > self.cap + HEADER_BYTES:
+                # The framing itself (size lines with their extensions, and the data) passes the
+                # guard's maxlen, which cheroot's ChunkedRFile refuses (413) from the size line:
+                # a worker answers now. Counting decoded bytes only, a one-byte chunk behind a
+                # 1 KB extension let one connection fill the front's whole buffer budget.
+                return True
             if self.decoded + size > self.cap:
                 # The guard's 413. cheroot reads this chunk whole before the guard can refuse
-                # it, unless the body's framing (size lines and data, as cheroot's ChunkedRFile
-                # counts it) then passes the guard's maxlen, cap + HEADER_BYTES (it refuses from
-                # the size line): for such a chunk wait for its bytes, so no worker waits on them.
-                return self.counted + line + size > self.cap + HEADER_BYTES or len(self.buf) >= after
+                # it (the framing is within maxlen, above): wait for its bytes, so no worker
+                # waits on them.
+                return len(self.buf) >= after
             if len(self.buf) < after:
                 return False
+            if self.buf[after - 2:after] != b"\r\n":
+                # More data than the size said (or less, and other bytes): the 400 now, where
+                # cheroot would wait out BODY_TIMEOUT for a size line that is not coming.
+                return self._refuse(_CHUNK_ANSWER)
             self.decoded += size
             self.counted += line + size
             self.chunk_pos = after
@@ -1083,7 +1092,9 @@ class ParkingManager(connections.ConnectionManager):
                     now, self.server.header_timeout, self.server.body_timeout):
                 continue
             self._selector.unregister(fd)
-            if not conn.parked.draining and (conn.parked.buf or conn.parked.head_end is not None):
+            # (Blank lines alone are nothing: RFC 9112 2.2 lets them precede a request, and a
+            # client may leave the CRLF after a chunked body's end behind.)
+            if not conn.parked.draining and (conn.parked.buf.lstrip(b"\r\n") or conn.parked.head_end is not None):
                 _send_quietly(conn.socket, _TIMEOUT_ANSWER)
             self._drop(conn)
 

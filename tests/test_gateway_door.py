@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import re
 import os
+import re
 import socket
 import ssl
 import threading
@@ -19,6 +19,7 @@ import requests
 from tests.conftest import RunningServer, free_port
 from gateway import door
 from gateway.door import DoorServer
+from gateway.limits import API_BODY
 from gateway.server import Gateway, make_server
 
 AUTH = "Basic " + base64.b64encode(b"ada@example.com:correct horse battery").decode()
@@ -826,6 +827,53 @@ def test_a_chunked_body_is_capped_while_it_is_read(server, boot) -> None:
     # One chunk declaring a gigabyte is refused from its size line.
     answer = exchange(server, head + b"40000000\r\n" + piece)
     assert status_of(answer) == 413
+
+
+def test_chunk_extensions_count_against_the_cap(db, boot) -> None:
+    """A one-byte chunk behind a 1 KB extension: counting decoded bytes only, one connection
+    filled the front's 256 MB buffer budget (271 MB held, then a 503, and other clients' uploads
+    refused meanwhile). The framing counts as cheroot counts it: a 413 at about the route's cap."""
+    head = b"POST /api/health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    piece = b"1;" + b"e" * 1000 + b"\r\na\r\n"
+    with door_server(db) as server:
+        with socket.create_connection(address(server), timeout=10) as s:
+            s.sendall(head)
+            sent = 0
+            try:
+                while sent < 8 * API_BODY:   # the answer comes long before this much is sent
+                    s.sendall(piece * 64)
+                    sent += len(piece) * 64
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            answer = _read_answers(s, 1)
+        assert status_of(answer) == 413, answer[:300]
+        assert sent < 2 * API_BODY + 1_000_000, sent
+
+
+def test_a_chunk_longer_than_its_size_is_a_400_at_once(server) -> None:
+    """Data past a chunk's size where its CRLF should be is refused when it arrives, not after
+    the body timeout."""
+    started = time.monotonic()
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(b"POST /api/health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"2\r\nabcdef\r\n0\r\n\r\n")
+        answer = _read_answers(s, 1)
+    assert status_of(answer) == 400 and b"exactly that many bytes" in answer, answer[:300]
+    assert time.monotonic() - started < 5
+
+
+def test_blank_lines_left_on_an_idle_connection_earn_no_408(db) -> None:
+    """RFC 9112 2.2: empty lines may precede a request. A client that leaves a CRLF behind (after
+    a chunked body's end) and then idles is closed quietly at the header timeout, as an idle
+    connection is, not sent a 408 it never asked for (which it would read as the answer to its
+    next request)."""
+    with door_server(db, header_timeout=0.5, expiration_interval=0.05) as server:
+        with socket.create_connection(address(server), timeout=10) as s:
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert status_of(_read_answers(s, 1)) == 200
+            s.sendall(b"\r\n")
+            time.sleep(1.5)
+            assert s.recv(1000) == b""   # closed, with no answer
 
 
 def test_a_chunked_put_within_the_cap_is_stored(server, boot) -> None:
