@@ -10,7 +10,6 @@ change rebuilds the records, so both paths derive the same text from the same bo
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -115,21 +114,23 @@ def _quote(value: object) -> str:
     return shown(value, _QUOTE_LIMIT)
 
 
-def _label(index: int, raw: object) -> str:
+def _label(index: int, raw: object, repeated: frozenset[str] = frozenset()) -> str:
+    """How a problem names a column: by its name, and by its place too when the list declares that
+    name more than once (two rows both called column "email" could not be told apart)."""
     name = raw.get("name") if isinstance(raw, dict) else None
     if isinstance(name, str) and COLUMN_NAME.fullmatch(name):
-        return f'column "{name}"'
+        return f'column {index + 1} ("{name}")' if name in repeated else f'column "{name}"'
     return f"column {index + 1}"
 
 
 def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str],
-               reserved: tuple[str, ...] = RESERVED) -> Column | None:
+               reserved: tuple[str, ...] = RESERVED, repeated: frozenset[str] = frozenset()) -> Column | None:
     """One definition; appends its problems and returns the column only when it has none."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
                         f"unique?, values?}}; got {_quote(raw)}")
         return None
-    label = _label(index, raw)
+    label = _label(index, raw, repeated)
     before = len(problems)
     allowed = _FIELDS + (("rename_from",) if allow_rename else ())
     for key in raw:
@@ -217,14 +218,20 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
     problems: list[str] = []
     if len(raw) > MAX_COLUMNS:
         problems.append(f"a collection has at most {MAX_COLUMNS} columns; got {len(raw)}")
-    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved)
+    places: dict[str, list[int]] = {}   # each name's places in the list, from 1
+    for i, item in enumerate(raw, start=1):
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            places.setdefault(item["name"], []).append(i)
+    repeated = frozenset(n for n, at in places.items() if len(at) > 1)
+    parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved,
+                         repeated=repeated)
               for i, item in enumerate(raw)]
     columns = [c for c in parsed if c is not None]
 
-    names = Counter(item.get("name") for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str))
-    for name in sorted(n for n, times in names.items() if times > 1):
-        problems.append(f'column "{name}": the name is declared more than once; column names are unique '
-                        "in a collection")
+    for name in sorted(repeated):
+        at = ", ".join(str(i) for i in places[name][:10]) + (", ..." if len(places[name]) > 10 else "")
+        problems.append(f'column "{name}": the name is declared more than once (columns {at}); column names '
+                        "are unique in a collection")
     uniques = [item.get("name") for item in raw if isinstance(item, dict) and item.get("unique") is True]
     if len(uniques) > 1:
         names = ", ".join(f'"{n}"' if isinstance(n, str) else _quote(n) for n in uniques)
