@@ -308,3 +308,25 @@ def test_the_columns_editor_is_still_a_table_on_a_wide_screen(browser: Browser, 
         assert all(browser.driver.execute_script(SPLIT_WORDS, td) == [] for td in browser.finds("table.tables td.wrap"))
     finally:
         browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_columns_named_like_the_forms_own_fields_keep_their_values(browser: Browser, boot, db, operator,
+                                                                   server) -> None:
+    """The record form's own hidden fields were named version and originals, names a column may
+    have: a column called originals was saved as "1" on every save of its record. And a list of
+    listed values is one hidden input, so a draft restored field by field lines up however many
+    items the list holds."""
+    columns = [{"name": "name", "type": "text", "description": "a name", "required": True, "unique": False},
+               {"name": "originals", "type": "text", "description": "clashes", "required": False, "unique": False},
+               {"name": "tags", "type": "array", "description": "tags", "required": False, "unique": False,
+                "values": ["a", "b", "c"]}]
+    table = make_collection(db, boot["org_id"], "clash", columns)
+    add(operator, server, table, {"name": "a", "originals": "keep me", "tags": ["a", "b"]})
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{table['id']}/records/1")
+    assert len(browser.finds('input[type="hidden"][name="orig.tags"]')) == 1
+    browser.fill({"name": "b"})
+    browser.press("Save")
+    assert "Saved." in browser.text()
+    got = ok(operator.get(f"{server.url}/api/collections/{table['id']}/records/1"))
+    assert (got["name"], got["originals"], got["tags"], got["version"]) == ("b", "keep me", ["a", "b"], 2)

@@ -395,7 +395,7 @@ class _Stale(Exception):
 @bp.post("/databases/<int:collection_id>/records/<int:record_id>")
 @login_required
 def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
-    opened = request.form.get("version", "")
+    opened = request.form.get("_version", "")
     current: dict[str, Any] | None = None
     try:
         with db().transaction() as conn:

@@ -89,25 +89,36 @@ def _as_text(value: Any) -> str:
 ORIGINAL = "orig."   # the hidden input holding the value a field was rendered with: orig.<column>
 
 
-def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict, prefix: str = "") -> dict[str, Any]:
-    """What was typed, per column, as the inputs hold it (``prefix``: other inputs, such as the
-    originals)."""
+def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
+    """What was typed, per column, as the inputs hold it."""
     out: dict[str, Any] = {}
     for c in columns:
         if c["type"] == "array" and c.get("values"):
-            out[c["name"]] = form.getlist(prefix + c["name"])
+            out[c["name"]] = form.getlist(c["name"])
         else:
-            out[c["name"]] = form.get(prefix + c["name"], "")
+            out[c["name"]] = form.get(c["name"], "")
     return out
 
 
 def originals_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any] | None:
     """The values the form was rendered with, as its inputs held them (they reach the server
     through the same browser rules as the inputs: line breaks, a datetime's seconds), or None for
-    a form that did not carry them (a new record, a hand-made request)."""
-    if form.get("originals") != "1":
+    a form that did not carry them (a new record, a hand-made request). A list of listed values
+    travels as one JSON list."""
+    if form.get("_originals") != "1":
         return None
-    return typed_of(columns, form, ORIGINAL)
+    out: dict[str, Any] = {}
+    for c in columns:
+        raw = form.get(ORIGINAL + c["name"], "")
+        if c["type"] == "array" and c.get("values"):
+            try:
+                items = json.loads(raw) if raw else []
+            except ValueError:
+                items = []
+            out[c["name"]] = [i for i in items if isinstance(i, str)] if isinstance(items, list) else []
+        else:
+            out[c["name"]] = raw
+    return out
 
 
 def value_of(column: Mapping[str, Any], text: Any) -> Any:
