@@ -82,10 +82,14 @@ _HUNG_UP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR | s
 _CHUNK_LINE = 1024       # longest chunk-size line (with extensions) worth waiting for
 # Answer bytes one connection may leave with the front in memory when its client reads slowly (a
 # 10 000-note PROPFIND fits); past this, or past the process's ``spill_budget`` of such bytes, the
-# rest goes to a temporary file, at most SPILL_FILE_BYTES an answer (a table's export of a few
-# hundred MB fits) and ``spill_disk_budget`` in all. Past those the worker sends the rest itself.
+# rest goes to a temporary file (in TMPDIR, else /tmp: memory again where that is a tmpfs), at
+# most SPILL_FILE_BYTES an answer and ``spill_disk_budget`` in all. Past those (a larger export)
+# the worker sends the rest itself.
 SPILL_BYTES = 16 * 1024 * 1024
 SPILL_FILE_BYTES = 256 * 1024 * 1024
+# Answer files open at once: each is a descriptor beside its connection's, so open_files_allowed
+# leaves room for them under the process's limit.
+ANSWER_FILES = 128
 _SEND_BLOCK = 256 * 1024   # bytes the front hands the kernel per writable event
 # What the front reads of an answer's file per writable event over TLS (a plain socket takes it
 # straight from the file, os.sendfile): more would mostly be read again, as a slow client's
@@ -357,28 +361,29 @@ class _Pending:
         except (BlockingIOError, InterruptedError):
             return 0
 
-    def consume(self, count: int) -> tuple[int, int]:
-        """Forget the first ``count`` bytes, sent; the bytes of memory and of disk this frees. The
-        disk's are freed together, when the file's last byte is sent and it is closed."""
+    def consume(self, count: int) -> tuple[int, int, int]:
+        """Forget the first ``count`` bytes, sent; what this frees (``ParkingManager.unspill``):
+        bytes of memory, bytes of disk and files. The disk's are freed together, when the file's
+        last byte is sent and it is closed."""
         memory = min(count, len(self.memory))
         del self.memory[:memory]
         self._start += count - memory
         if self._file is not None and self._start >= self._end:
-            return memory, self._close()
-        return memory, 0
+            return (memory, *self._close())
+        return memory, 0, 0
 
-    def clear(self) -> tuple[int, int]:
-        """Forget everything (the file too); the bytes of memory and of disk this frees."""
+    def clear(self) -> tuple[int, int, int]:
+        """Forget everything (the file too); what this frees, as ``consume`` says it."""
         memory = len(self.memory)
         self.memory = bytearray()
-        return memory, self._close()
+        return (memory, *self._close())
 
-    def _close(self) -> int:
-        disk = self._end
+    def _close(self) -> tuple[int, int]:
+        disk, files = self._end, int(self._file is not None)
         if self._file is not None:
             self._file.close()
         self._file, self._start, self._end = None, 0, 0
-        return disk
+        return disk, files
 
 
 class _SpillWriter:
@@ -417,7 +422,8 @@ class _SpillWriter:
                 self.pending.store(rest)
                 return
             except OSError as exc:
-                manager.unspill(0, len(rest))
+                # (the file this store was to make, if it was the first, is closed: its place too)
+                manager.unspill(0, len(rest), 0 if self.pending.on_disk else 1)
                 log.warning("could not keep an answer for a slow reader in a temporary file (%s); "
                             "the worker sends it itself", exc)
         # Past every bound on what is kept (or with no room on disk): this worker sends the rest
@@ -460,7 +466,7 @@ class _SpillWriter:
         finally:
             sock.settimeout(timeout)
 
-    def _release(self, freed: tuple[int, int]) -> None:
+    def _release(self, freed: tuple[int, int, int]) -> None:
         # (Through the server, not ``conn.manager``: the bytes were counted, stopping or not.)
         manager = getattr(self.conn.server, "_connections", None)
         if isinstance(manager, ParkingManager) and any(freed):
@@ -471,12 +477,15 @@ class _SpillWriter:
         self._release(self.pending.clear())
 
     def finish(self, timeout: float) -> None:
-        """The server is stopping: send what is kept, waiting at most ``timeout`` per stall, so an
-        answer already under way is not cut off; then forget whatever the client did not take."""
-        if self.pending:
+        """The server is stopping: send what is kept in memory, waiting at most ``timeout`` per
+        stall, so an answer already under way is not cut off; then forget whatever the client did
+        not take, and the file part. (cheroot stops its connections one after another: sending
+        each one's file too, up to 256 MB to a reader that is merely slow, could hold a stop
+        for most of an hour, past any service manager's patience.)"""
+        if self.pending.memory:
             try:
                 self.conn.socket.settimeout(timeout)
-                while self.pending:
+                while self.pending.memory:
                     block = self.pending.block(_SEND_BLOCK)
                     self.conn.socket.sendall(block)
                     self._release(self.pending.consume(len(block)))
@@ -668,6 +677,13 @@ class _Parked:
         self.draining = False
         self.close_after = False
 
+    @property
+    def begun(self) -> bool:
+        """Whether a request has begun to arrive: blank lines alone are none (RFC 9112 2.2 lets
+        them precede a request, and a client may leave the CRLF after a chunked body's end), so
+        a connection holding only them is idle, closed quietly, never sent a 408 or 503."""
+        return self.head_end is not None or bool(self.buf.lstrip(b"\r\n"))
+
     def arrived(self, now: float, size: int) -> None:
         """``size`` more bytes of the request came at ``now`` (already added to ``buf``)."""
         self.progress = now
@@ -833,6 +849,7 @@ class ParkingManager(connections.ConnectionManager):
         self._buffered = 0
         self._spilled = 0    # answer bytes kept in memory for slow readers (_SpillWriter)
         self._spilled_to_disk = 0   # and in their temporary files (sent or not, until closed)
+        self._answer_files = 0      # those files open now (each a descriptor: at most ANSWER_FILES)
         self._count_lock = threading.Lock()
         self._front: threading.Thread | None = None   # the thread running the selector loop
 
@@ -866,15 +883,18 @@ class ParkingManager(connections.ConnectionManager):
                 self._spilled += more
                 return "memory"
             if (pending.on_disk + more <= SPILL_FILE_BYTES
-                    and self._spilled_to_disk + more <= self.server.spill_disk_budget):
+                    and self._spilled_to_disk + more <= self.server.spill_disk_budget
+                    and (pending.on_disk or self._answer_files < ANSWER_FILES)):
                 self._spilled_to_disk += more
+                self._answer_files += 0 if pending.on_disk else 1
                 return "disk"
             return None
 
-    def unspill(self, memory: int, disk: int = 0) -> None:
+    def unspill(self, memory: int, disk: int = 0, files: int = 0) -> None:
         with self._count_lock:
             self._spilled -= memory
             self._spilled_to_disk -= disk
+            self._answer_files -= files
 
     # -- the selector loop ---------------------------------------------------------------------
 
@@ -963,7 +983,7 @@ class ParkingManager(connections.ConnectionManager):
                 state = conn.parked if conn is not self.server else None
                 if state is None or now - state.since < EVICT_AFTER:
                     continue
-                if not state.draining and not state.buf and not state.handshaking:
+                if not state.draining and not state.begun and not state.handshaking:
                     idle = (fd, conn)
                     break
                 stalled = now - state.progress > self.server.stall_seconds   # (taking no answer, or sending nothing)
@@ -977,7 +997,7 @@ class ParkingManager(connections.ConnectionManager):
         fd, conn = found
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(fd)
-        if not conn.parked.draining and (conn.parked.buf or conn.parked.head_end is not None):
+        if not conn.parked.draining and conn.parked.begun:
             _send_quietly(conn.socket, _BUSY_ANSWER)
         self._drop(conn)
         return True
@@ -1053,7 +1073,7 @@ class ParkingManager(connections.ConnectionManager):
         now = time.monotonic()
         stalled = sorted((c.parked.progress, fd, c) for fd, c in list(self._selector.connections)
                          if c is not self.server and c is not arriving and c.parked is not None
-                         and not c.parked.draining and c.parked.buf
+                         and not c.parked.draining and c.parked.begun
                          and (now - c.parked.progress > self.server.stall_seconds or c.parked.slow(now)))
         if self._buffered - sum(len(c.parked.buf) for _, _, c in stalled) > self.server.buffer_budget:
             return False   # closing them all would not be enough: close none
@@ -1092,9 +1112,7 @@ class ParkingManager(connections.ConnectionManager):
                     now, self.server.header_timeout, self.server.body_timeout):
                 continue
             self._selector.unregister(fd)
-            # (Blank lines alone are nothing: RFC 9112 2.2 lets them precede a request, and a
-            # client may leave the CRLF after a chunked body's end behind.)
-            if not conn.parked.draining and (conn.parked.buf.lstrip(b"\r\n") or conn.parked.head_end is not None):
+            if not conn.parked.draining and conn.parked.begun:
                 _send_quietly(conn.socket, _TIMEOUT_ANSWER)
             self._drop(conn)
 
@@ -1214,7 +1232,7 @@ def open_files_allowed() -> int:
             soft = target
         except (ValueError, OSError):
             pass
-    return max(64, min(soft - 256, 16384))
+    return max(64, min(soft - 256 - ANSWER_FILES, 16384))
 
 
 class DoorServer(wsgi.Server):

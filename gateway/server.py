@@ -237,9 +237,10 @@ def make_server(app: WSGIApp, host: str, port: int, *, threads: int = 16,
                 tls_cert: str | None = None, tls_key: str | None = None) -> wsgi.Server:
     """A cheroot server with the parking front (gateway/door.py), not yet bound.
     ``server.prepare()`` binds (raising OSError when the port is taken), ``server.serve()`` runs
-    until ``server.stop()``. ``timeout`` is how long the front keeps a connection whose client
-    sends or reads nothing (a worker never waits that long: gateway/door.py); bodies are bounded
-    per route by the guard, not by cheroot."""
+    until ``server.stop()``. ``timeout`` is cheroot's socket timeout on a connection a worker is
+    answering; the front bounds clients that send or read nothing (gateway/door.py: header_timeout,
+    body_timeout), so no worker waits on one. Bodies are bounded per route by the guard, not by
+    cheroot."""
     server = DoorServer((host, port), app, numthreads=threads, server_name="hostfinder",
                         request_queue_size=1024, timeout=BODY_TIMEOUT)
     server.max_request_body_size = 0

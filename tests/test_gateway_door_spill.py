@@ -200,6 +200,7 @@ def test_no_answer_file_stays_open_once_its_client_is_gone(small_memory, how: st
                     c.close()
             wait_for(lambda: not answer_files() - before, 10, f"answer files left open: {answer_files() - before}")
             assert srv._connections._spilled == 0 and srv._connections._spilled_to_disk == 0
+            assert srv._connections._answer_files == 0
         finally:
             for c in clients:
                 c.close()
@@ -248,3 +249,25 @@ def test_when_no_file_can_be_written_a_client_that_does_not_read_is_closed_not_w
         finally:
             for c in clients:
                 c.close()
+
+
+def test_answer_files_open_at_once_are_bounded(monkeypatch, small_memory) -> None:
+    """Each answer file is a descriptor beside its connection's: past door.ANSWER_FILES open at
+    once, a further non-reader's answer is sent by its worker (closed after SPILL_STALL), so
+    descriptors cannot run out for accept() and PostgreSQL while the disk budget still has room."""
+    monkeypatch.setattr(door, "ANSWER_FILES", 2)
+    before = answer_files()
+    with large_server() as (port, srv, _):
+        clients = [non_reader(port, b"GET /large HTTP/1.1\r\nHost: x\r\n\r\n") for _ in range(6)]
+        try:
+            wait_for(lambda: srv._connections._answer_files == 2, 10, "two answers were not kept in files")
+            time.sleep(2 * door.SPILL_STALL + 0.5)   # the others' workers gave up on them meanwhile
+            assert srv._connections._answer_files == 2 and len(answer_files() - before) == 2
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as probe:
+                probe.sendall(b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert _read_answers(probe, 1).endswith(b"\r\n\r\nok")
+        finally:
+            for c in clients:
+                c.close()
+        wait_for(lambda: srv._connections._answer_files == 0, 40, "the answer files were not closed")
+    assert answer_files() - before == set()
