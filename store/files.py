@@ -5,8 +5,9 @@
         older than the change id ``before`` (the id of the previous page's last change; None for the
         newest page); has_more says whether older changes remain, so a client reads all of it
         page by page. Each change {id, display_path, operation, version, actor_type, actor_id, actor_name,
-        run_id, tool_call_id, tool_name, created_at}, plus run: {agent_id, guild_id, kind, status,
-        routine} for a run-owned change (routine = the schedule's name, or null).
+        run_id, tool_call_id, tool_name, created_at, moved_from}, plus run: {agent_id, guild_id, kind,
+        status, routine} for a run-owned change (routine = the schedule's name, or null). moved_from
+        is the path a move brought the file from, on the move's change at its new path; else null.
     latest(conn, org_ids, display_paths) -> dict[str, dict | None]
         the newest change per path (recorded: true); a path with no recorded change but a live row
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
@@ -125,7 +126,7 @@ def latest(conn: Conn, org_ids: Collection[int], display_paths: Sequence[str]) -
             found[r["display_path"]] = {
                 "display_path": r["display_path"], "recorded": False, "operation": None, "version": r["version"],
                 "actor_type": None, "actor_id": None, "actor_name": r["updated_by"], "run_id": None,
-                "tool_call_id": None, "tool_name": None, "created_at": r["updated_at"]}
+                "tool_call_id": None, "tool_name": None, "created_at": r["updated_at"], "moved_from": None}
     return {original: found.get(norm) for original, norm in asked.items()}
 
 

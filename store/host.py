@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from store import embeds, layout, properties, scratch, storage
+from store import embeds, layout, properties, provenance, scratch, storage
 from store import locks as leases
 from store.access import Principal
 from store.db import Conn, Database, after_commit
@@ -426,8 +426,9 @@ class HostTree:
                         f"at version {moved_away}; nothing was written: open it again and reapply the change")
                 self._unhide(conn, dpath)  # the editor's new file arrives at the hidden path
             onto = existing is not None or moved_away is not None
-            if not (is_move and sfam is dfam and dfam.rename(conn, sfolder, sname, dfolder, dname, self.actor,
-                                                             replace=overwrite, onto=onto, text=text)):
+            renamed = is_move and sfam is dfam and dfam.rename(conn, sfolder, sname, dfolder, dname, self.actor,
+                                                               replace=overwrite, onto=onto, text=text)
+            if not renamed:
                 # Over an existing file (an editor's atomic save, or a replace), or into another
                 # family (a note onto task.md): the source goes first, so the rules on removing it
                 # are judged against the store as it is (a note's move onto the very task that
@@ -439,6 +440,10 @@ class HostTree:
                     sfam.delete(conn, sfolder, sname, self.actor)  # type: ignore[union-attr]
                 dfam.write(conn, dfolder, dname, text, self.actor)
             if is_move and sfam is not None:
+                if onto or not renamed:
+                    # The destination was written, not relocated (storage.relocate_artifact names
+                    # the old path itself): its change says where the text came from all the same.
+                    provenance.mark_moved_from(conn, dpath, spath)
                 properties.move(conn, spath, dpath)
                 leases.clear(conn, spath)
             elif sfam is not None:

@@ -93,6 +93,14 @@ def record_change(conn: Conn, *, org_id: int, display_path: str, operation: Oper
     return row["id"]
 
 
+def mark_moved_from(conn: Conn, display_path: str, moved_from: str) -> None:
+    """Name ``moved_from`` on the change just recorded for ``display_path`` in this transaction (a
+    move that wrote its destination as a new version, rather than relocating the row)."""
+    conn.execute("""UPDATE file_changes SET moved_from = %s
+                     WHERE id = (SELECT id FROM file_changes WHERE display_path = %s ORDER BY id DESC LIMIT 1)""",
+                 (moved_from, display_path))
+
+
 def append_changes(source: str, actor: Actor) -> tuple[str, tuple[object, ...]]:
     """SQL (and its parameters) that appends one provenance row per row of ``source``, a CTE or
     subquery with the columns org_id, display_path, operation and version. Put it after a

@@ -223,6 +223,13 @@ def test_moves_between_levels_and_copy(dav: Dav, db: Database) -> None:
     assert r.status_code == 201 and dav.get(f"{dav.g}/copy.md").text == "idea"
     dav.put(f"{dav.g}/other.md", "other")
     assert dav.move(f"{dav.g}/copy.md", f"{dav.g}/other.md", overwrite="F").status_code == 412
+    # Over an existing note, the move is the destination's next version: its change says where from.
+    dav.put(f"{dav.g}/over.md", "over")
+    assert dav.move(f"{dav.g}/over.md", f"{dav.g}/other.md").status_code == 204
+    with db.connection() as conn:
+        assert conn.execute("SELECT operation, moved_from FROM file_changes WHERE display_path = %s"
+                            " ORDER BY id DESC LIMIT 1", (f"{dav.g}/other.md",)).fetchone() == {
+            "operation": "update", "moved_from": f"{dav.g}/over.md"}
     assert dav.move(f"{dav.a}/idea.md", f"{dav.a}/scripts/idea.py").status_code == 403
     assert dav.put(f"{dav.a}/scripts/fetch.py", "print(1)\n").status_code == 201
     assert dav.get(f"{dav.a}/scripts/fetch.py").headers["Content-Type"] == "text/x-python; charset=utf-8"
