@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from store.errors import at_most_listed
 from store.paths import nfc
 
 if TYPE_CHECKING:  # store.columns imports shown and is_number from here
@@ -221,7 +220,7 @@ def check_body(columns: Sequence[Column], body: dict[str, Any], *,
         for column in columns:
             if column.required and column.name not in body:
                 problems.append(f'column "{column.name}": missing required column')
-    return clean, at_most_listed(problems)
+    return clean, problems
 
 
 def record_problems(columns: Sequence[Column], content: dict[str, Any],
