@@ -238,8 +238,9 @@ def _ids(within: frozenset[int] | None) -> list[int] | None:
     return None if within is None else sorted(within)
 
 
-def _check_run_fields(*, kind: object = "chat", status: object = "running", routine: object = None) -> None:
-    """Every problem of a run's fields at once (they may come from an HTTP body)."""
+def run_problems(*, kind: object = "chat", status: object = "running", routine: object = None) -> list[str]:
+    """Every problem of a run's fields (they may come from an HTTP body, whose other problems
+    api/runs.py lists beside these)."""
     problems = []
     if kind not in RUN_KINDS:
         problems.append(f"kind {shown(kind)} is not one of {', '.join(RUN_KINDS)}")
@@ -247,8 +248,16 @@ def _check_run_fields(*, kind: object = "chat", status: object = "running", rout
         problems.append(f"status {shown(status)} is not one of {', '.join(RUN_STATUSES)}")
     if routine is not None and not (isinstance(routine, str) and 1 <= len(routine) <= 200):
         problems.append("routine must be the schedule's name, 1 to 200 characters")
-    if problems:
-        raise Invalid("run rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+    return problems
+
+
+def run_rejected(problems: list[str]) -> Invalid:
+    return Invalid("run rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+
+
+def _check_run_fields(*, kind: object = "chat", status: object = "running", routine: object = None) -> None:
+    if problems := run_problems(kind=kind, status=status, routine=routine):
+        raise run_rejected(problems)
 
 
 def bootstrap(db: Database, *, org_name: str = "Bootstrap", email: str | None = None,

@@ -41,3 +41,15 @@ def test_a_bad_run_lists_every_problem(server, boot, service) -> None:
                                     'status "sleeping" is not one of queued, running, succeeded, failed, cancelled']
     r = service.post(f"{server.url}/api/runs", json={"agent": 1})
     assert r.status_code == 422 and "unknown field" in r.json()["problems"][0]
+    # All at once: an unknown field no longer hides the others, which came only on the next try.
+    r = service.post(f"{server.url}/api/runs", json={"agent": 1, "agent_id": "7", "kind": "nap"})
+    assert r.status_code == 422
+    assert r.json()["problems"] == [
+        "agent: unknown field; a run takes agent_id, kind, status, routine",
+        "agent_id: expected the id of one of your organisation's agents; got \"7\"",
+        'kind "nap" is not one of chat, schedule, studio, group, manual']
+    made = service.post(f"{server.url}/api/runs", json={"agent_id": boot["agent_id"], "kind": "chat"})
+    assert made.status_code == 201, made.text
+    run = made.json()
+    r = service.patch(f"{server.url}/api/runs/{run['id']}", json={"state": "done", "status": "over"})
+    assert r.status_code == 422 and len(r.json()["problems"]) == 2, r.json()
