@@ -394,6 +394,8 @@ def cmd_mount(args: argparse.Namespace) -> int:
     try:
         from fuse_mount.command import run_mount
     except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in ("pyfuse3", "trio"):
+            raise   # a defect of the checkout itself, not a missing FUSE library: installing one would not help
         raise CommandError(f"the FUSE mount is not available ({exc}): install fuse3, libfuse3-dev and "
                            "pkg-config (apt-get install fuse3 libfuse3-dev pkg-config), then run `make install` "
                            "in the checkout (or `.venv/bin/pip install -e '.[fuse]'`)") from None

@@ -434,3 +434,20 @@ def test_an_embedded_postgresql_that_is_killed_is_started_again(data_dir: Path) 
     finally:
         assert serve.stop() == 0
     assert postgres_processes(data_dir) == []
+
+
+def test_mount_names_the_fuse_libraries_only_when_they_are_what_is_missing(monkeypatch, tmp_path: Path) -> None:
+    """`hostfinder mount` told users to install fuse3 and libfuse3-dev for any ImportError, even
+    one of the project's own modules, where installing them changes nothing."""
+    from gateway import cli
+    args = cli.build_parser().parse_args(["mount", str(tmp_path), "--user", "a@example.com"])
+    for name in [m for m in sys.modules if m == "fuse_mount" or m.startswith("fuse_mount.")]:
+        monkeypatch.delitem(sys.modules, name)   # imported afresh below; restored after the test
+    monkeypatch.setitem(sys.modules, "fuse_mount.command", None)   # the project's own module, unimportable
+    with pytest.raises(ImportError) as raised:
+        cli.cmd_mount(args)
+    assert raised.value.name == "fuse_mount.command"
+    monkeypatch.delitem(sys.modules, "fuse_mount.command")
+    monkeypatch.setitem(sys.modules, "pyfuse3", None)            # the library: the sentence says what to install
+    with pytest.raises(cli.CommandError, match="install fuse3, libfuse3-dev and pkg-config"):
+        cli.cmd_mount(args)
