@@ -840,14 +840,16 @@ def test_chunk_extensions_count_against_the_cap(db, boot) -> None:
             s.sendall(head)
             sent = 0
             try:
-                while sent < 8 * API_BODY:   # the answer comes long before this much is sent
+                while sent < 8 * API_BODY:   # (refused at about API_BODY; the kernel buffers some more)
                     s.sendall(piece * 64)
                     sent += len(piece) * 64
             except (BrokenPipeError, ConnectionResetError):
                 pass
             answer = _read_answers(s, 1)
+        # (Counting decoded bytes only, the front kept buffering: no answer came, the client's
+        # 16 MB being far from the 256 MB budget. How much the client sent before it saw the
+        # answer is the kernel's buffering, not the server's, so it is not asserted.)
         assert status_of(answer) == 413, answer[:300]
-        assert sent < 2 * API_BODY + 1_000_000, sent
 
 
 def test_a_chunk_longer_than_its_size_is_a_400_at_once(server) -> None:
