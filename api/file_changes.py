@@ -16,7 +16,7 @@ from flask import Blueprint, jsonify, request
 from api.auth import principal, requires
 from api.context import INT64_MAX, db, json_body, number_problem
 from store import files
-from store.errors import Invalid
+from store.errors import Invalid, rejected
 
 bp = Blueprint("file_changes", __name__)
 
@@ -36,7 +36,7 @@ def history():  # type: ignore[no-untyped-def]
         problems.append("before: a change id (the id of the last change of the previous page) in ASCII digits; "
                         f"got {before_text.strip()!r}")
     if problems:
-        raise Invalid("file-changes query rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+        raise rejected("file-changes query rejected", problems)
     limit = int(limit_text)
     with db().connection() as conn:
         page = files.history(conn, principal().org_ids, path, limit=limit,

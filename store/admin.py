@@ -9,7 +9,7 @@ from urllib.parse import unquote, urlsplit
 from store import locks, sessions, tasks
 from store.access import SYSTEM, hash_password, new_token
 from store.db import Conn, Database, on_constraint
-from store.errors import Conflict, Invalid, NotFound
+from store.errors import Conflict, Invalid, NotFound, rejected
 from store.values import shown
 
 GRANT_FLAGS = ("read_guild", "write_guild", "read_org", "write_org")
@@ -252,7 +252,7 @@ def run_problems(*, kind: object = "chat", status: object = "running", routine: 
 
 
 def run_rejected(problems: list[str]) -> Invalid:
-    return Invalid("run rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+    return rejected("run rejected", problems)
 
 
 def _check_run_fields(*, kind: object = "chat", status: object = "running", routine: object = None) -> None:

@@ -20,7 +20,7 @@ from store import orgs
 from store.access import Actor, Principal
 from store.columns import Column, apply_schema_change, column_problems, columns_json, stored_columns
 from store.db import Conn, Database
-from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed
+from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, rejected
 from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, is_id, nfc
 from store.provenance import append_changes, record_change
@@ -167,7 +167,7 @@ def _guild_problem(guild_id: object) -> str | None:
 
 
 def _rejected(problems: list[str]) -> Invalid:
-    return Invalid("collection rejected:\n" + "\n".join(f"- {p}" for p in problems), problems)
+    return rejected("collection rejected:", problems)
 
 
 def _missing_guild(conn: Conn, org_id: int, guild_id: object) -> str | None:
@@ -418,7 +418,7 @@ def _grant_body(body: object, modes: tuple[str, ...], subject: str) -> tuple[int
 
 
 def _grant_rejected(problems: list[str]) -> Invalid:
-    return Invalid("grant rejected:\n" + "\n".join(f"- {p}" for p in problems), problems)
+    return rejected("grant rejected:", problems)
 
 
 def set_guild_access(db: Database, principal: Principal, guild_id: int, body: object) -> dict[str, Any]:

@@ -38,6 +38,12 @@ def at_most_listed(problems: list[str]) -> list[str]:
                                     "and send it again to see the rest"]
 
 
+def rejected(head: str, problems: list[str]) -> Invalid:
+    """Invalid whose sentence is ``head`` and then each problem on a line of its own ("- ..."):
+    the form every refusal listing several problems takes."""
+    return Invalid(head + "\n" + "\n".join(f"- {p}" for p in problems), problems)
+
+
 class Unauthenticated(StoreError):
     """No credentials, or wrong ones."""
 

@@ -16,7 +16,7 @@ from store import records
 from store.access import Principal
 from store.collections import collection_for_member
 from store.db import Database
-from store.errors import Invalid, NotFound
+from store.errors import Invalid, NotFound, rejected
 from store.grants import Collection
 
 
@@ -40,9 +40,9 @@ def _with(unknown: list[str], write: Callable[[], records.WriteResult]) -> recor
         if not unknown:
             raise
         problems = [*unknown, *exc.problems]
-        raise Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems) from None
+        raise rejected("record rejected", problems) from None
     if unknown:
-        raise Invalid("record rejected\n" + "\n".join(f"- {p}" for p in unknown), unknown)
+        raise rejected("record rejected", unknown)
     return result
 
 

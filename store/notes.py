@@ -41,7 +41,7 @@ from store import embeds, note_search
 from store.access import Actor
 from store.agents import Agent, AgentCall
 from store.db import Conn, Database
-from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound
+from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound, rejected
 from store.paths import (LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path,
                          new_note_problem, parse, refuse_name)
 from store.storage import (NOTE_COLUMNS, OWNER_CAP, check_content, owner_columns, owner_key, refuse_new_name,
@@ -336,7 +336,7 @@ def note_find(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, 
         problems.append(f"limit: {limit} is outside 1..{note_search.MAX_LIMIT}; the default is "
                         f"{note_search.DEFAULT_LIMIT}")
     if problems:
-        raise Invalid("note_find arguments rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+        raise rejected("note_find arguments rejected", problems)
     if level is not None:
         require_reach(agent, level, "read", f"note_find at level {level}")
     levels = [level] if level else [lv for lv in LEVELS if lv == "agent" or agent.grants()[f"read_{lv}"]]

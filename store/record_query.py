@@ -22,7 +22,7 @@ from typing import Any
 
 from store.columns import Column
 from store.db import Conn, like_escape
-from store.errors import Invalid
+from store.errors import Invalid, rejected
 from store.paths import nfc
 from store.search_query import websearch_text
 from store.values import NUL_PROBLEM, is_number, parse_datetime, shown, utc_iso
@@ -275,7 +275,7 @@ def parse_offset(offset: object, problems: list[str]) -> int:
 
 def reject(tool: str, problems: list[str]) -> None:
     if problems:
-        raise Invalid(f"{tool} arguments rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+        raise rejected(f"{tool} arguments rejected", problems)
 
 
 # --- record_list ----------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from store.access import Actor
 from store.agents import AgentCall
 from store.columns import Column, identity_of, search_blob, stored_columns, unique_column
 from store.db import Conn, Database
-from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, at_most_listed
+from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, at_most_listed, rejected
 from store.grants import Collection, collection_for_agent, granted_collections
 from store.paths import collection_path, is_id, record_path
 from store.provenance import append_changes, record_change
@@ -98,7 +98,7 @@ def _live_row(conn: Conn, collection_id: int, record_id: object, name: str, *, l
 
 def _rejected(problems: list[str]) -> Invalid:
     problems = at_most_listed(problems)
-    return Invalid("record rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+    return rejected("record rejected", problems)
 
 
 _SHORTEN = "shorten the longest text values or keep long documents in a note and store its display path here"

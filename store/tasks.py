@@ -20,7 +20,7 @@ from store import embeds
 from store.access import Actor, Principal
 from store.agents import load_agent
 from store.db import Conn, Database
-from store.errors import Invalid, NotFound, PreconditionFailed
+from store.errors import Invalid, NotFound, PreconditionFailed, rejected
 from store.storage import check_content
 from store.paths import task_path
 from store.provenance import record_change
@@ -64,7 +64,7 @@ def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, 
     embedded = embeds.find_embeds(text)
     problems = embeds.private_embed_problems(org_id, embedded)
     if problems:
-        raise Invalid("task rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+        raise rejected("task rejected", problems)
     embeds.lock_for_task(conn, embedded)
     row = conn.execute(_SAVE, {"agent_id": agent_id, "org_id": org_id, "if_version": if_version,
                                "text": text, "by": actor.name}).fetchone()
@@ -105,7 +105,7 @@ def text_of(body: object) -> str:
     elif not isinstance(body["task"], str):
         problems.insert(0, f"task: expected a string of Markdown; got {shown(body['task'])}")
     if problems:
-        raise Invalid(f"{how}\n" + "\n".join(f"- {p}" for p in problems), problems)
+        raise rejected(how, problems)
     return body["task"]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from store.access import Principal
 from store.agents import AgentCall, load_agent
 from store.db import Database
-from store.errors import Invalid, NotFound
+from store.errors import Invalid, NotFound, rejected
 
 ToolFn = Callable[[Database, AgentCall, dict[str, Any]], dict[str, Any]]
 
@@ -90,7 +90,7 @@ def check_args(spec: dict[str, Arg], args: object, tool_name: str) -> dict[str, 
         elif arg.check is not None and (problem := arg.check(value)):
             problems.append(f"{name}: {problem}")
     if problems:
-        raise Invalid(f"{tool_name} arguments rejected\n" + "\n".join(f"- {p}" for p in problems), problems)
+        raise rejected(f"{tool_name} arguments rejected", problems)
     return {k: v for k, v in args.items() if v is not None}
 
 
