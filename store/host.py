@@ -279,8 +279,16 @@ class HostTree:
         parts = split(path)
         self._refuse_folder(parts, NotANote(f"/{'/'.join(parts)} is a folder; files go inside it"))
         folder, name = self._parent(parts)
-        if not _side(parts):
-            family_for(folder, name, for_write=True)
+        if _side(parts):
+            return
+        family = family_for(folder, name, for_write=True)
+        # A name only a new file may not take (Memory.md, a zero-width space): refused here too,
+        # or `echo text > Memory.md` would be accepted at open and lose its text at close.
+        problem = family.new_name_problem(folder, name)
+        if problem is not None:
+            with self.db.connection() as conn:
+                if family.stat(conn, folder, name) is None:
+                    raise Invalid(problem, [problem])
 
     def delete(self, path: str) -> None:
         self._forget_recent()

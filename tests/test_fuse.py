@@ -232,6 +232,14 @@ def test_cp_in_and_out_and_refusals(mount: Mount, tmp_path: Path) -> None:
     # Refused when the file is created, so even a shell redirection (which ignores close errors) says so.
     redirected = sh("bash", "-c", f"echo hi > {mount.org / 'notes.txt'}", ok=False)
     assert redirected.returncode == 1 and "Operation not permitted" in redirected.stderr
+    # So are the names only a new note may not take (a look-alike of memory.md, a zero-width
+    # space): a shell's `>` must not be told yes at open and lose the text at close.
+    agent_dir = mount.org / "agents" / str(mount.boot["agent_id"])
+    for name in ("Memory.md", "plan\u200b.md"):
+        redirected = sh("bash", "-c", f"echo important > '{agent_dir / name}'", ok=False)
+        assert redirected.returncode == 1 and "Invalid argument" in redirected.stderr, (name, redirected)
+        assert name not in os.listdir(agent_dir)
+    assert b"important" not in mount.tree.read(f"org/{org}/agents/{mount.boot['agent_id']}/memory.md")
 
     made = sh("mkdir", mount.org / "drafts", ok=False)
     assert made.returncode == 1 and "Operation not permitted" in made.stderr

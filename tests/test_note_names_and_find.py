@@ -175,6 +175,28 @@ def test_webdav_refuses_the_same_keys(server, operator, db, boot, name: str, sen
         assert conn.execute("SELECT count(*) AS n FROM artifacts WHERE kind = 'note'").fetchone()["n"] == 0
 
 
+@pytest.mark.parametrize("name", ["Memory.md", "plan%E2%80%8B.md"])
+def test_a_lock_that_starts_a_save_is_refused_for_a_name_no_new_note_may_take(server, operator, db, boot,
+                                                                               name: str) -> None:
+    """Finder and Office LOCK a new name before its PUT: a name the PUT will refuse (a look-alike of
+    memory.md, a zero-width space) is refused at the LOCK with the PUT's status and sentence, as
+    notes.txt is, not granted and then lost at the save. A note already so named locks as before."""
+    base = f"{server.url}/dav/org/{boot['org_id']}/agents/{boot['agent_id']}"
+    body = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
+            b'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>finder</D:owner></D:lockinfo>')
+    r = operator.request("LOCK", f"{base}/{name}", data=body, headers={"Depth": "0"})
+    assert r.status_code == 400 and "Lock-Token" not in r.headers, (r.status_code, r.text)
+    assert ("differs from the reserved memory.md" if name == "Memory.md" else "U+200B") in html.unescape(r.text)
+    assert r.status_code == operator.put(f"{base}/{name}", data=b"x").status_code
+    from urllib.parse import unquote
+    org, agent = boot["org_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifacts (org_id, kind, level, agent_id, key, display_path, content)"
+                     " VALUES (%s, 'note', 'agent', %s, %s, %s, 'kept')",
+                     (org, agent, unquote(name), f"org/{org}/agents/{agent}/{unquote(name)}"))
+    assert operator.request("LOCK", f"{base}/{name}", data=body, headers={"Depth": "0"}).status_code == 200
+
+
 def test_a_note_named_so_before_the_rule_can_still_be_read_renamed_and_deleted(server, operator, db, boot) -> None:
     """The rules for invisible names apply to new names: a note that got such a name before them is
     still a file every client can open, rename to a good name, or delete."""

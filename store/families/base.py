@@ -49,6 +49,12 @@ class Family:
         """Why ``name`` cannot be a file of this family in ``folder`` (a sentence), or None."""
         return None
 
+    def new_name_problem(self, folder: Folder, name: str) -> str | None:
+        """Why a new file of this family may not take ``name`` (a sentence), or None. Unlike
+        ``name_problem``, a file that already holds the name keeps it (a note named so before the
+        rule can still be saved), so the tree looks for one only when there is a problem."""
+        return None
+
     def list(self, conn: Conn, folder: Folder) -> list[dict]:
         """The family's files in ``folder``, without content. One query; the tree has already
         found the folder (it exists, and it is this user's organisation's)."""

@@ -9,7 +9,7 @@ from store.families.artifacts import FILE_COLUMNS, file_row, read_file
 from store.families.base import MARKDOWN, Family, as_bytes
 from store.layout import Folder
 from store.notes import NoteRef
-from store.paths import key_problem
+from store.paths import key_problem, new_note_problem, nfc
 
 
 def ref(folder: Folder, name: str) -> NoteRef:
@@ -31,6 +31,9 @@ class Notes(Family):
             return (f"/{folder.path}/{name} cannot be a note: {problem}. Only Markdown notes (.md) live here; "
                     "other files are refused")
         return None
+
+    def new_name_problem(self, folder: Folder, name: str) -> str | None:
+        return new_note_problem(nfc(name), folder.kind)  # type: ignore[arg-type]
 
     def list(self, conn: Conn, folder: Folder) -> list[dict]:
         level = folder.kind
