@@ -42,12 +42,11 @@ def status_of(exc: e.StoreError) -> int:
 
 
 def dav_error(exc: e.StoreError) -> DAVError:
-    """The DAVError a client receives for a store refusal, with the sentence as its body."""
+    """The DAVError a client receives for a store refusal, with the sentence as its body (a
+    refusal of several problems lists them in its sentence already: store.errors.rejected)."""
     status = status_of(exc)
     text = exc.message
-    if exc.problems and len(exc.problems) > 1:
-        text += "\n" + "\n".join(f"- {p}" for p in exc.problems)
-    log.info("refused (%s): %s", status, exc.message)
+    log.info("refused (%s): %s", status, text)
     retry_after = getattr(exc, "retry_after", None)  # too many logins, or the store is down
     return DAVError(status, context_info=text,
                     add_headers=[("Retry-After", str(retry_after))] if retry_after is not None else None)

@@ -311,4 +311,5 @@ def _check_password(password: str) -> None:
 def _check_flags(flags: dict[str, Any]) -> None:
     bad = [k for k in flags if k not in GRANT_FLAGS]
     if bad:
-        raise Invalid(f"unknown grant flags {bad}", [f"{k}: not one of {', '.join(GRANT_FLAGS)}" for k in bad])
+        raise rejected("grant flags rejected", [f"{k}: unknown flag; the flags are {', '.join(GRANT_FLAGS)}"
+                                                for k in bad])

@@ -304,7 +304,7 @@ def note_write(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str,
     try:
         check_note_key(key, level)   # what is left: a key reserved at this level (memory.md, task.md)
     except Invalid as exc:
-        raise Invalid(f"note_write {level}/{key} refused\n- {exc.message}", [exc.message]) from None
+        raise rejected(f"note_write {level}/{key} refused", [exc.message]) from None
     require_reach(call.agent, level, "write", f"note_write {level} {key}")
     agent = call.agent
     with db.transaction() as conn:

@@ -1,6 +1,8 @@
 """The standing task: the operator's routes, revisions, caps, and no agent tool that writes it."""
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from store import admin, tools
@@ -88,6 +90,12 @@ def test_an_embed_of_a_memory_is_refused_at_save_saying_what_can_be_embedded(ser
         f"![[{mine}]]: an agent's memory is private and cannot be embedded; {what}",
         f"![[{archive}]]: an earlier version of an agent's memory is private and cannot be embedded; {what}"]
     assert r.json()["error"].startswith("task rejected\n- ")
+    # The same save through WebDAV's task.md: the same sentence, each problem on one line, once.
+    dav = operator.put(f"{server.url}/dav/org/{org}/agents/{agent}/task.md",
+                       data=f"Read ![[{theirs}]] and ![[{mine}]]".encode())
+    assert dav.status_code == 400, dav.text
+    body = html.unescape(dav.text)
+    assert "task rejected" in body and body.count(f"- ![[{theirs}]]: an agent's memory is private") == 1, body
     got = operator.get(base).json()
     assert (got["task"], got["version"]) == ("v1", 1)
 
