@@ -13,9 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from store.db import Conn
-from store.errors import LimitReached, NotANote, TooLarge
+from store.errors import LimitReached, NotANote
 
-MAX_FILE = 8 * 1024 * 1024        # one side file (a full copy of a note is at most 256 KB)
 # A side file's name, in UTF-8 bytes: NAME_MAX of the file systems clients save from (a new note's
 # key is at most 255 bytes too). It also keeps each change's announcement (sql/032, paths of at
 # most three files) well inside PostgreSQL's 8 000-byte NOTIFY payload.
@@ -113,15 +112,18 @@ def get(conn: Conn, user_id: int, path: str) -> dict | None:
 
 
 def write(conn: Conn, user_id: int, path: str, data: bytes) -> dict:
-    """Create or replace a side file; its day starts again. Refuses files over MAX_FILE and a user
+    """Create or replace a side file; its day starts again. Refuses files larger than a note and a user
     whose side files would pass MAX_PER_USER (expired ones are purged first)."""
     name = path.rsplit("/", 1)[-1]
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         raise NotANote(f"the name {name[:40]}… is {len(name.encode('utf-8'))} bytes long; a file name is at most "
                        f"{MAX_NAME_BYTES} bytes (in UTF-8): save it under a shorter name")
-    if len(data) > MAX_FILE:
-        raise TooLarge(f"{path.rsplit('/', 1)[-1]} is {len(data)} bytes; a client's side file is kept up to "
-                       f"{MAX_FILE // (1024 * 1024)} MB")
+    # One side file holds at most what a note does: a temp file an editor renames over a note is
+    # refused at the write that passes the cap, as the note would be, not at the rename; and
+    # WebDAV's door and the mount's open files cap every body there before the store sees one.
+    from store.storage import MAX_CONTENT_BYTES, too_large  # (storage imports this module)
+    if len(data) > MAX_CONTENT_BYTES:
+        raise too_large(name, len(data))
     purge(conn, user_id=user_id)
     used = conn.execute("SELECT coalesce(sum(octet_length(content)), 0) AS used FROM scratch_files"
                         " WHERE user_id = %s AND path <> %s", (user_id, path)).fetchone()["used"]
