@@ -13,6 +13,10 @@
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
         version, created_at = when it was saved); None when neither exists.
 
+    moved_to(conn, org_ids, display_path) -> str | None
+        where the file last at ``display_path`` lives now, when it was moved (and perhaps moved
+        again) and is live at the end of its moves; else None.
+
     run_steps(conn, org_ids, run_id) -> dict
         a run ({id, agent_id, agent_name, guild_id, kind, status, routine, created_at, updated_at})
         and the changes its tool calls made, oldest first: what Open step on a strip opens.
@@ -170,3 +174,25 @@ def removed_notes(conn: Conn, org_ids: Collection[int], org_id: int, *, since: d
             r.pop("id")
             out.append({**r, "level": target.level, "owner_id": target.owner_id, "key": target.name})
     return out
+
+
+MOVES_FOLLOWED = 16
+
+
+def moved_to(conn: Conn, org_ids: Collection[int], display_path: str) -> str | None:
+    """The live path the file moved from ``display_path`` has now (through up to MOVES_FOLLOWED
+    moves), or None: never moved, moved and then deleted, or another organisation's. For a save
+    made in an editor opened before the move, which can then go to the note where it is."""
+    path, seen = display_path, {display_path}
+    for _ in range(MOVES_FOLLOWED):
+        row = conn.execute("SELECT display_path FROM file_changes WHERE moved_from = %s AND org_id = ANY(%s)"
+                           " ORDER BY id DESC LIMIT 1", (path, list(org_ids))).fetchone()
+        if row is None or row["display_path"] in seen:
+            break
+        path = row["display_path"]
+        seen.add(path)
+    if path == display_path:
+        return None
+    live = conn.execute("SELECT 1 FROM artifacts WHERE display_path = %s AND deleted_at IS NULL",
+                        (path,)).fetchone()
+    return path if live is not None else None

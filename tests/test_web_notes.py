@@ -226,6 +226,34 @@ def test_a_save_over_a_newer_version_is_refused_with_both_versions(browser: Brow
     assert got["content"] == "status: amber (operator)\n" and got["version"] == 3
 
 
+def test_a_save_over_a_note_renamed_meanwhile_goes_to_it_where_it_is(browser: Browser, boot, server, service,
+                                                                     operator) -> None:
+    """Renamed (in Finder, by another operator) while this one edits: the save is refused as a
+    conflict shown at the note's new name, so Save again goes there, and never makes a second
+    note at the old name."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    old, new = f"org/{org}/style-guide.md", f"org/{org}/style-guide-2.md"
+    write(server, service, agent, "org", "style-guide.md", "Use short words.\n")
+    login(browser, boot)
+    browser.open(f"/notes/{old}")
+    moved = operator.request("MOVE", f"{server.url}/dav/{old}", headers={"Destination": f"{server.url}/dav/{new}"})
+    assert moved.status_code == 201, moved.text
+    editor = browser.find("#note-content")
+    editor.clear()
+    editor.send_keys("Use short words. Avoid jargon.\n")
+    press(browser, "Save")
+    conflict = browser.find("#conflict")
+    assert "was moved since you opened it" in conflict.text and old in conflict.text and new in conflict.text
+    assert browser.find("pre.theirs").text == "Use short words."
+    assert browser.find("#note-editor").get_attribute("action").endswith(f"/notes/{new}")
+    browser.shot("note-moved-conflict")
+    browser.check_console()
+    press(browser, "Save")
+    assert "Saved." in browser.text()
+    assert ok(note_get(server, service, agent, new))["content"] == "Use short words. Avoid jargon.\n"
+    assert note_get(server, service, agent, old).status_code == 404
+
+
 LOCK_BODY = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
              b'</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>Word</D:owner></D:lockinfo>')
 

@@ -438,12 +438,22 @@ def save(display_path: str) -> ResponseReturnValue:
             notes.write_note(conn, target.org_id, target.level, target.owner_id, target.name,
                              as_stored(typed, stored), principal().actor, if_version=opened, honour_leases=True)
     except PreconditionFailed:
-        # Somebody saved meanwhile (or deleted the note): nothing was written. Show both versions
-        # and keep what was typed, based on the newest version, so a second Save is a choice.
+        # Somebody saved meanwhile (or moved or deleted the note): nothing was written. Show both
+        # versions and keep what was typed, based on the newest version, so a second Save is a
+        # choice. A note moved meanwhile is shown where it is now, so that Save goes there and
+        # does not create a second note at the old name.
+        moved_from = None
         with db().connection() as conn:
             theirs = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+            moved = files.moved_to(conn, principal().org_ids, target.path) if theirs is None else None
+            moved_target = parse(moved) if moved is not None else None
+            if moved_target is not None and moved_target.family == "note":
+                theirs = notes.get_note(conn, moved_target.org_id, moved_target.level,
+                                        moved_target.owner_id, moved_target.name)
+                if theirs is not None:
+                    moved_from, target = target.path, moved_target
         theirs_text = (theirs["content"] or "") if theirs else ""
-        conflict = {"opened": opened, "mine": text, "theirs": theirs,
+        conflict = {"opened": opened, "mine": text, "theirs": theirs, "moved_from": moved_from,
                     "diff": diff_lines(theirs_text, text, old_name=f"current (v{theirs['version'] if theirs else 0})",
                                        new_name=f"yours (from v{opened})")}
         return _note_page(target, status=409, editor_text=text,
