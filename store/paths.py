@@ -173,9 +173,14 @@ def check_note_key(key: object, level: Level) -> str:
         raise Invalid(problem, [problem])
     key = nfc(key)  # type: ignore[arg-type]
     if level == "agent" and key in RESERVED_AGENT_KEYS:
-        tool = "memory_write" if key == "memory.md" else "the operator's task editor"
-        msg = (f"the key {key!r} is reserved at the agent root ({' and '.join(sorted(RESERVED_AGENT_KEYS))}); "
-               f"use {tool} for it, or choose another key")
+        # Read by agents (note_write) and operators (a new note in the web app) alike: each way
+        # of writing it is named.
+        what = ("the agent's memory: write it with memory_write, or as memory.md in the agent's folder"
+                if key == "memory.md" else
+                "the agent's standing task: the operator edits it on the agent's State page, or as task.md "
+                "in the agent's folder")
+        msg = (f"the key {key!r} is reserved at the agent root ({' and '.join(sorted(RESERVED_AGENT_KEYS))}) for "
+               f"{what}; choose another key for a note")
         raise Invalid(msg, [msg])
     return key
 

@@ -85,7 +85,7 @@ BAD_KEYS = [
     ("notes/plan.md", "contains a '/'"),
     ("plan.txt", "does not end in .md"),
     ("task.md", "reserved at the agent root"),
-    ("memory.md", "use memory_write"),
+    ("memory.md", "write it with memory_write, or as memory.md in the agent's folder"),
     (".hidden.md", "starts with a dot"),
     (".md", "has no name before .md"),
 ]
