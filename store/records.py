@@ -166,7 +166,8 @@ def record_add(conn: Conn, collection: Collection, body: object, actor: Actor) -
     inserted = conn.execute(
         f"""INSERT INTO artifacts AS a (org_id, kind, level, collection_id, key, display_path, content_json,
                                    identity, search_blob, version, created_at, updated_at, created_by, updated_by)
-            VALUES (%s, 'object', 'org', %s, %s, %s, %s, %s, %s, 1, clock_timestamp(), clock_timestamp(), %s, %s)
+            SELECT %s, 'object', 'org', %s, %s, %s, %s, %s, %s, 1, t.at, t.at, %s, %s
+              FROM (SELECT clock_timestamp() AS at) AS t
             RETURNING {rq.RECORD_COLUMNS}""",
         (row["org_id"], row["id"], str(record_id), record_path(row["org_id"], row["name"], record_id),
          Jsonb(content), identity, blob, actor.name, actor.name)).fetchone()

@@ -135,7 +135,8 @@ _INSERT_UNDER_CAP = f"""
            INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
                                   content, content_json, created_by, updated_by, created_at, updated_at)
            SELECT %(org_id)s, %(kind)s, %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
-                  %(path)s, %(content)s, %(json)s::jsonb, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
+                  %(path)s, %(content)s, %(json)s::jsonb, %(by)s, %(by)s, t.at, t.at
+             FROM (SELECT clock_timestamp() AS at) AS t
             WHERE coalesce((SELECT live FROM n), 0) < %(cap)s
            ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING
            RETURNING {{columns}})
@@ -217,7 +218,8 @@ def _update_sql(kind: str, *, guarded: bool = False) -> str:
              ins AS (INSERT INTO artifacts (org_id, kind, level, guild_id, agent_id, key, display_path,
                                             content, created_by, updated_by, created_at, updated_at)
                      SELECT %(org_id)s, '{kind}', %(level)s, %(guild_id)s, %(agent_id)s, %(key)s,
-                            %(path)s, %(content)s, %(by)s, %(by)s, clock_timestamp(), clock_timestamp()
+                            %(path)s, %(content)s, %(by)s, %(by)s, t.at, t.at
+                       FROM (SELECT clock_timestamp() AS at) AS t
                       WHERE %(may_create)s AND NOT EXISTS (SELECT 1 FROM cur) AND NOT (SELECT hold FROM h)
                         AND coalesce((SELECT live FROM n), 0) < %(cap)s
                      ON CONFLICT (display_path) WHERE deleted_at IS NULL DO NOTHING

@@ -91,6 +91,17 @@ BAD_KEYS = [
 ]
 
 
+def test_a_new_note_is_created_and_updated_at_one_moment(call) -> None:
+    """created_at and updated_at of a note never changed since it was made are one moment, so
+    a client can tell a note edited since its creation by comparing them."""
+    # (Two readings of the clock a microsecond apart are often the same microsecond: many creates.)
+    for i in range(100):
+        status, body = call("note_write", {"level": "agent", "key": f"fresh{i}.md", "content": "x"})
+        assert status == 200 and body["created_at"] == body["updated_at"], body
+    status, body = call("note_write", {"level": "agent", "key": "fresh0.md", "content": "y"})
+    assert status == 200 and body["created_at"] < body["updated_at"], body
+
+
 def test_bad_keys_are_refused_and_nothing_is_written(call, db, boot) -> None:
     for key, fragment in BAD_KEYS:
         status, body = call("note_write", {"level": "agent", "key": key, "content": "x"})

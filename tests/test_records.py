@@ -54,6 +54,7 @@ def test_record_add_returns_the_record_with_its_id_and_meta(server, db, boot, se
     assert record["signed_up_at"] is None  # every declared column is there, null when empty
     assert record["version"] == 1 and record["updated_by"] == "Scout"
     assert record["created_at"].endswith("Z") and record["updated_at"].endswith("Z")
+    assert record["created_at"] == record["updated_at"]  # a new record was not changed after its creation
     assert "display_path" not in record  # the API adds it; tools do not
     assert ok(add(server, service, boot, {"email": "bob@example.com"}))["record"]["id"] == 2
     with db.connection() as conn:
