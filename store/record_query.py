@@ -264,11 +264,15 @@ def parse_limit(limit: object, problems: list[str], *, paged: bool = True) -> in
     return limit
 
 
+# The largest offset PostgreSQL takes (a bigint); any offset past a collection's records reads none.
+MAX_OFFSET = 2**63 - 1
+
+
 def parse_offset(offset: object, problems: list[str]) -> int:
     if offset is None:
         return 0
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        problems.append(f"offset: expected a whole number from 0; got {shown(offset)}")
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+        problems.append(f"offset: expected a whole number from 0 to {MAX_OFFSET}; got {shown(offset)}")
         return 0
     return offset
 

@@ -122,7 +122,11 @@ def test_order_as_object_or_string_and_the_default(server, service, boot, people
         'order: "tags" is an array column, which has no order; order by one of id, created_at, updated_at, name,'
         ' city, stage, age, met_at, vip',
         'limit: expected a whole number from 1 to 100; got 500; page further with offset',
-        'offset: expected a whole number from 0; got -1']
+        'offset: expected a whole number from 0 to 9223372036854775807; got -1']
+    # Past PostgreSQL's bigint: the same sentence, not the database's "out of range".
+    r = call_tool(server, service, boot["agent_id"], "record_list", collection="people", offset=2**63)
+    assert r.status_code == 422 and r.json()["problems"] == [
+        'offset: expected a whole number from 0 to 9223372036854775807; got 9223372036854775808']
     # record_search takes no offset, so its limit's sentence does not offer one.
     r = call_tool(server, service, boot["agent_id"], "record_search", collection="people", query="x", limit=500)
     assert r.status_code == 422 and r.json()["problems"] == [
