@@ -54,10 +54,16 @@ def history():  # type: ignore[no-untyped-def]
 _NEXT_PATH = re.compile(r",(?=\s*/?org/)")
 
 
-def _latest(paths: object):  # type: ignore[no-untyped-def]
+def _latest(paths: object, problems: list[str] | None = None):  # type: ignore[no-untyped-def]
+    """``problems``: the body's others (its unknown fields), refused together with the paths'."""
+    problems = list(problems or [])
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p.strip() for p in paths):
-        msg = "display_paths: send one or more display paths (a comma-separated list, or a JSON array in a POST)"
-        raise Invalid(msg, [msg])
+        problems.append("display_paths: send one or more display paths (a comma-separated list, or a JSON "
+                        "array in a POST)")
+    if len(problems) == 1:
+        raise Invalid(problems[0], problems)
+    if problems:
+        raise rejected("file-changes query rejected", problems)
     with db().connection() as conn:
         result = files.latest(conn, principal().org_ids, paths)
     return jsonify({"latest": result})
@@ -74,4 +80,7 @@ def latest_get():  # type: ignore[no-untyped-def]
 @requires("user")
 def latest_post():  # type: ignore[no-untyped-def]
     body = json_body()
-    return _latest(body.get("display_paths") if isinstance(body, dict) else None)
+    if not isinstance(body, dict):
+        return _latest(None)
+    unknown = [f"{k}: unknown field; this route takes display_paths" for k in body if k != "display_paths"]
+    return _latest(body.get("display_paths"), unknown)

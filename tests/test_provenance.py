@@ -44,6 +44,8 @@ def test_history_and_latest_over_http(server, db, db_url, boot, operator, servic
     seeded = latest[f"org/{org}/seeded.md"]
     assert (seeded["recorded"], seeded["actor_name"], seeded["version"]) == (False, "importer", 4)
     assert seeded["created_at"]
+    # The same fields either way (no change id for a change never recorded), so a client reads one shape.
+    assert set(seeded) == set(latest[path]) - {"run"} and seeded["id"] is None
     assert latest[f"org/{org}/never.md"] is None and latest[f"org/{other['org_id']}/x.md"] is None
 
     # another organisation's path is unknown; the service token does not reach these routes; bad queries are 422
@@ -53,6 +55,12 @@ def test_history_and_latest_over_http(server, db, db_url, boot, operator, servic
     r = operator.get(f"{server.url}/api/file-changes", params={"limit": "x"})
     assert r.status_code == 422 and len(r.json()["problems"]) == 2
     assert operator.post(f"{server.url}/api/file-changes/latest", json={"display_paths": "a"}).status_code == 422
+    # A field the route does not take is refused, as the document says (additionalProperties: false),
+    # with the paths' own problem in the same answer.
+    r = operator.post(f"{server.url}/api/file-changes/latest", json={"display_paths": [path], "paths": [path]})
+    assert r.status_code == 422 and r.json()["problems"] == ["paths: unknown field; this route takes display_paths"]
+    r = operator.post(f"{server.url}/api/file-changes/latest", json={"paths": [path]})
+    assert r.status_code == 422 and len(r.json()["problems"]) == 2
 
 
 def test_every_write_notifies_on_commit_only(db, db_url, boot) -> None:
