@@ -223,11 +223,13 @@ def create_run(db: Database, *, agent_id: int, kind: str, status: str = "running
 
 
 def set_run(db: Database, run_id: int, *, status: str, within: frozenset[int] | None = None) -> dict[str, Any]:
+    """Move a run to ``status``; the run as create_run returns it."""
     _check_run_fields(status=status)
     with db.transaction() as conn:
         row = conn.execute("UPDATE runs SET status = %s, updated_at = now() WHERE id = %s"
                            " AND (%s::bigint[] IS NULL OR org_id = ANY(%s::bigint[]))"
-                           " RETURNING id, org_id, agent_id, kind, status",
+                           " RETURNING id, org_id, agent_id, kind, status, created_at,"
+                           " (SELECT name FROM schedules s WHERE s.id = runs.schedule_id) AS routine",
                            (status, run_id, _ids(within), _ids(within))).fetchone()
         if row is None:
             raise NotFound(f"unknown run {run_id}")

@@ -15,7 +15,7 @@ def test_the_orchestrator_opens_a_run_and_its_tool_calls_are_run_owned(server, b
                      headers={"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": "call-1"})
     assert r.status_code == 200, r.text
     r = service.patch(f"{server.url}/api/runs/{run['id']}", json={"status": "succeeded"})
-    assert r.status_code == 200 and r.json()["status"] == "succeeded"
+    assert r.status_code == 200 and r.json() == {**run, "status": "succeeded"}  # the run as POST gave it
     history = operator.get(f"{server.url}/api/file-changes",
                            params={"display_path": f"org/{boot['org_id']}/agents/{boot['agent_id']}/log.md"})
     change = history.json()["changes"][0]
