@@ -15,9 +15,9 @@ from flask import Blueprint, jsonify, request
 
 from api.auth import principal, requires
 from api.context import db, if_match_version, json_body
+from api.errors import Malformed
 from store import state, tasks
 from store.agents import load_agent
-from store.errors import Invalid
 
 bp = Blueprint("agents", __name__)
 
@@ -28,8 +28,12 @@ def _task_text() -> str:
         raw = request.get_data(cache=True)
         try:
             return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise Invalid("the task is not valid UTF-8 text", ["body: expected UTF-8 Markdown"]) from None
+        except UnicodeDecodeError as exc:
+            # Bytes no route can read: 400, as a JSON body that is not UTF-8 is, and as WebDAV's
+            # task.md answers the same bytes.
+            msg = (f"the task is not UTF-8 text (byte {exc.start} is not valid UTF-8); the task is Markdown: "
+                   "send it as UTF-8")
+            raise Malformed(msg, [f"body: {msg}"]) from None
     return tasks.text_of(json_body())
 
 

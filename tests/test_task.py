@@ -54,6 +54,11 @@ def test_bad_bodies_caps_and_strangers(server, db, boot, operator, service) -> N
     r = operator.put(base, json={"task": "x" * 262_145})
     assert r.status_code == 413 and "262,145 bytes" in r.json()["error"]
     assert operator.put(base, json={"task": "x" * 262_144}).status_code == 200
+    # Markdown bytes that are not UTF-8: 400, as WebDAV answers the same bytes sent to task.md.
+    r = operator.put(base, data=b"ab\xff\xfecd", headers={"Content-Type": "text/markdown"})
+    assert r.status_code == 400 and "byte 2 is not valid UTF-8" in r.json()["error"], r.text
+    dav = operator.put(f"{server.url}/dav/org/{boot['org_id']}/agents/{boot['agent_id']}/task.md", data=b"ab\xff\xfecd")
+    assert dav.status_code == 400 and "byte 2 is not valid UTF-8" in dav.text
     # the service token does not reach the operator's task routes; another organisation's agent is unknown
     assert service.get(base).status_code == 404
     assert service.put(base, json={"task": "x"}).status_code == 404
