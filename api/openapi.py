@@ -72,8 +72,12 @@ _NO_NUL = r"^[^\u0000]*$"
 _STRING = {"type": "string", "pattern": _NO_NUL}
 # Something other than spaces, as Python's str.strip() sees them (it also strips \x1c-\x1f and \x85).
 _TEXT = {"type": "string", "pattern": r"^[^\u0000]*[^\s\x1c-\x1f\x85\u0000][^\u0000]*$"}
-# A task or note is at most 256 KB of UTF-8: 65 536 characters always fit.
-_TASK = {**_STRING, "maxLength": MAX_CONTENT_BYTES // 4}
+# A task or note is at most 256 KB of UTF-8, a limit in bytes JSON Schema cannot state: maxLength is
+# the count of characters that always fits (4 bytes each at most), and the description gives the
+# limit itself, so a client does not take the smaller number for the store's.
+_TASK = {**_STRING, "maxLength": MAX_CONTENT_BYTES // 4,
+         "description": (f"at most {MAX_CONTENT_BYTES:,} bytes of UTF-8 (413 past it); maxLength is the number "
+                         "of characters that always fits, at 4 bytes each")}
 _MODE_GUILD = {"type": ["string", "null"], "enum": ["read", "write", None]}
 _MODE_AGENT = {"type": ["string", "null"], "enum": ["read", "write", "none", None]}
 _RECORD_QUERY = (
@@ -184,9 +188,12 @@ OPERATIONS: dict[tuple[str, str], Op] = {
                   "the model's tool call id, recorded with the change")),
         extra={400: "X-Run-Id longer than 32 or X-Tool-Call-Id longer than 200 characters (refused at the door)",
                403: "the agent lacks the grant the tool needs, or the target is read-only",
+               404: "the agent is not one of the organisation's, the tool is unknown (the sentence lists the "
+                    "tools), or what the tool names is unknown or out of the agent's reach",
                409: "the change contradicts the current state (a name taken, a unique value, an embedded note)",
                413: "a body over its size cap",
-               422: "the tool's arguments, with every problem, an unknown tool, or a cap reached"}),
+               422: "the tool's arguments, with every problem; an X-Run-Id that is not a run of this agent; "
+                    "or a cap reached"}),
     ("/api/runs", "post"): Op(
         "Open a run of an agent (the orchestrator); its tool calls carry X-Run-Id to be run-owned",
         body=_body(("agent_id", "kind"), agent_id=_ID,
