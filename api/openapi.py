@@ -16,7 +16,7 @@ from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 from werkzeug.routing import Rule
 
-from api.context import INT32_MAX, INT64_MAX, MAX_JSON_DEPTH
+from api.context import INT64_MAX, MAX_JSON_DEPTH
 from store import tools
 from store.columns import MAX_COLUMNS, MAX_DESCRIPTION, MAX_VALUE_LENGTH, MAX_VALUES, RESERVED, TYPES
 from store.files import MAX_HISTORY

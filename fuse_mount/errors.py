@@ -54,7 +54,8 @@ def errno_for(exc: BaseException) -> int:
 
 
 def describe(exc: BaseException) -> str:
-    """The store's sentence with its problems (for Embedded: the embedding tasks) on one line."""
+    """The store's sentence with any problems it does not already list (for Embedded: the
+    embedding tasks), for the log."""
     text = str(exc) or type(exc).__name__
     problems = getattr(exc, "problems", None) or []
     extra = [p for p in problems if p not in text]

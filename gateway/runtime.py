@@ -130,7 +130,6 @@ class StoreRuntime:
         self.pg: EmbeddedPostgres | None = None
         self.db: Database | None = None
         self.conninfo = ""
-        self.created_database = False
         self._next_revive = 0.0
 
     def open(self) -> Database:
@@ -190,7 +189,6 @@ class StoreRuntime:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DB,)).fetchone()
             if not exists:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(EMBEDDED_DB)))
-                self.created_database = True
         return make_conninfo(server, dbname=EMBEDDED_DB)
 
     def revive(self) -> None:

@@ -114,11 +114,6 @@ class WriteHandle:
         if self._data is None:
             self._data = bytearray(data)
 
-    def load(self) -> None:
-        """Read the body now. A front end on an event loop (the FUSE mount's trio) calls this in a
-        worker thread before read/write, which then touch only memory."""
-        _ = self.data
-
     @property
     def size(self) -> int:
         return len(self.data)

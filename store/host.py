@@ -176,7 +176,7 @@ class HostTree:
         if hit and time.monotonic() - hit[0] < self.CONTENT_TTL:
             return hit[2]
         with self.db.connection() as conn:
-            node, content = self._file(conn, parts, with_content=True)
+            node, content = self._file(conn, parts)
         if node.is_dir:
             raise NotANote(f"/{key} is a folder; a folder has no content to read")
         return content or b""
@@ -385,7 +385,7 @@ class HostTree:
                 content = bytes(row["content"])
             else:
                 sfam = family_for(sfolder, sname, for_write=False)
-                node, raw = self._file(conn, sp, with_content=True, cached=False)
+                node, raw = self._file(conn, sp, cached=False)
                 content = raw or b""
             # Where it goes.
             if _side(dp):
@@ -524,7 +524,7 @@ class HostTree:
                 raise NotFound(f"unknown folder /{folder.path}")
             return _folder_node(folder.path, created, writable=layout.SHAPES[folder.kind].writable,
                                 kind="folder" if parts else "root")
-        node, content = self._file(conn, parts, with_content=True)
+        node, content = self._file(conn, parts)
         if content is not None:
             with self._lock:
                 if len(self._recent) > 64:
@@ -532,8 +532,7 @@ class HostTree:
                 self._recent[node.path] = (time.monotonic(), node.version, content)
         return node
 
-    def _file(self, conn: Conn, parts: list[str], *, with_content: bool,
-              cached: bool = True) -> tuple[Node, bytes | None]:
+    def _file(self, conn: Conn, parts: list[str], *, cached: bool = True) -> tuple[Node, bytes | None]:
         """The node and bytes at ``parts``; ``cached=False`` reads the row itself (a move reads
         under its row lock, where the read cache may not have heard of the last save yet)."""
         if not parts:

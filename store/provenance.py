@@ -32,7 +32,7 @@ Operation = Literal["create", "update", "delete", "move", "clear"]
 # The provenance row and its event as SQL a write can carry in its own statement (store.storage's
 # versioned write does): ``change_cte(source)`` appends the row for each row of ``source`` (columns
 # org_id, display_path, operation, version) with the actor's named parameters (``actor_params``),
-# and ``NOTIFY_CHANGE`` in the statement's select list sends its event; after the statement,
+# and ``notify_change(...)`` in the statement's select list sends its event; after the statement,
 # ``announce`` tells this process. record_change is the same three steps for one path.
 _CHANGE_COLUMNS = ("org_id, display_path, operation, version, actor_type, actor_id, actor_name, run_id,"
                    " tool_call_id, tool_name")

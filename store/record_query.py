@@ -22,7 +22,7 @@ from typing import Any
 
 from store.columns import Column
 from store.db import Conn, like_escape
-from store.errors import Invalid, rejected
+from store.errors import rejected
 from store.paths import nfc
 from store.search_query import websearch_text
 from store.values import NUL_PROBLEM, is_number, parse_datetime, shown, utc_iso

@@ -30,7 +30,6 @@ class WebSession:
     principal: Principal
     org_id: int
     csrf_token: str
-    via_token: bool
     # (id, name) of every organisation the user belongs to, for the org switcher.
     orgs: tuple[tuple[int, str], ...] = ()
 
@@ -88,8 +87,7 @@ def lookup(db: Database, secret: str | None) -> WebSession | None:
     org_ids = row["org_ids"]
     org_id = row["org_id"] if row["org_id"] in org_ids else org_ids[0]
     principal = Principal("user", row["user_id"], row["email"], frozenset(org_ids))
-    return WebSession(row["id"], principal, org_id, row["csrf_token"], row["api_token_id"] is not None,
-                      tuple(zip(org_ids, row["org_names"])))
+    return WebSession(row["id"], principal, org_id, row["csrf_token"], tuple(zip(org_ids, row["org_names"])))
 
 
 def switch_org(db: Database, session: WebSession, org_id: int) -> None:

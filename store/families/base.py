@@ -42,8 +42,6 @@ class Family:
     # write() is one statement that carries its provenance row and event (store.storage's
     # save_artifact), so it needs no transaction around it (Database.single_write).
     single_statement_write: ClassVar[bool] = False
-    # The errors its operations raise besides NotFound (documentation, and what front ends map).
-    raises: ClassVar[tuple[type[StoreError], ...]] = (ReadOnly,)
 
     def name_problem(self, folder: Folder, name: str) -> str | None:
         """Why ``name`` cannot be a file of this family in ``folder`` (a sentence), or None."""

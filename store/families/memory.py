@@ -6,7 +6,6 @@ from __future__ import annotations
 from store import memory
 from store.access import Actor
 from store.db import Conn
-from store.errors import Forbidden, Invalid, LimitReached, PreconditionFailed, TooLarge
 from store.families.agent_root import AgentRootFile
 from store.families.artifacts import file_row, hidden_clause
 from store.families.base import MARKDOWN
@@ -22,7 +21,6 @@ class Memory(AgentRootFile):
     writable = cacheable = True
     group = "md"
     fixed_name = "memory.md"
-    raises = (Forbidden, Invalid, TooLarge, LimitReached, PreconditionFailed)
 
     def _row(self, conn: Conn, folder: Folder, *, content: bool, hidden_for: int | None = None) -> dict | None:
         hidden, params = hidden_clause(hidden_for, memory_path(folder.org_id or 0, folder.owner_id or 0))

@@ -4,7 +4,6 @@ from __future__ import annotations
 from store import notes
 from store.access import Actor
 from store.db import Conn
-from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, PreconditionFailed, TooLarge
 from store.families.artifacts import FILE_COLUMNS, file_row, read_file
 from store.families.base import MARKDOWN, Family, as_bytes
 from store.layout import Folder
@@ -23,7 +22,6 @@ class Notes(Family):
     writable = deletable = cacheable = prefetch = True
     single_statement_write = True  # store.storage.save_artifact
     group = "md"
-    raises = (Invalid, TooLarge, LimitReached, PreconditionFailed, AlreadyExists, Embedded, Forbidden)
 
     def name_problem(self, folder: Folder, name: str) -> str | None:
         problem = key_problem(name)

@@ -4,7 +4,6 @@ from __future__ import annotations
 from store import scripts
 from store.access import Actor
 from store.db import Conn
-from store.errors import AlreadyExists, Invalid, LimitReached, PreconditionFailed, TooLarge
 from store.families.artifacts import FILE_COLUMNS, file_row, read_file
 from store.families.base import PYTHON, Family, as_bytes
 from store.layout import Folder
@@ -17,7 +16,6 @@ class Scripts(Family):
     writable = deletable = cacheable = prefetch = True
     single_statement_write = True  # store.storage.save_artifact
     group = "py"
-    raises = (Invalid, TooLarge, LimitReached, PreconditionFailed, AlreadyExists)
 
     def name_problem(self, folder: Folder, name: str) -> str | None:
         if SCRIPT_NAME.fullmatch(name):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from store import tasks
 from store.access import Actor
 from store.db import Conn
-from store.errors import Forbidden, Invalid, PreconditionFailed, TooLarge
 from store.families.agent_root import AgentRootFile
 from store.families.artifacts import hidden_clause
 from store.families.base import MARKDOWN
@@ -19,7 +18,6 @@ class Task(AgentRootFile):
     writable = cacheable = True
     group = "md"
     fixed_name = "task.md"
-    raises = (Forbidden, Invalid, TooLarge, PreconditionFailed)
 
     def _row(self, conn: Conn, folder: Folder, *, content: bool, hidden_for: int | None = None) -> dict | None:
         hidden, params = hidden_clause(hidden_for, task_path(folder.org_id or 0, folder.owner_id or 0))
