@@ -58,13 +58,17 @@ def _not_json(exc: Invalid | None, broken: dict[str, str]) -> Invalid:
     """The store's refusal (``exc``) with its problem of each argument in ``broken`` replaced by
     the sentence saying why the argument is not JSON, in the store's order of problems. (A text
     where or a text order starting like JSON is always one of the store's problems.)"""
-    problems = list(exc.problems) if exc is not None else []
     message = exc.message if exc is not None else ""
-    for i, problem in enumerate(problems):
+    problems: list[str] = []
+    for problem in exc.problems if exc is not None else []:
         name = problem.split(":", 1)[0]
         if name in broken:
-            problems[i] = broken[name]
+            if broken[name] in problems:  # (order's column and direction: one sentence for both)
+                message = message.replace("\n- " + problem, "")
+                continue
             message = message.replace(problem, broken[name])
+            problem = broken[name]
+        problems.append(problem)
     missing = [sentence for sentence in broken.values() if sentence not in problems]
     problems = [*missing, *problems]
     return Invalid(message if exc is not None and not missing else "; ".join(problems), problems)

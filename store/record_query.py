@@ -210,7 +210,7 @@ def parse_order(columns: Sequence[Column], order: object, since: bool, problems:
         name = parts[0] if parts else ""
         if len(parts) == 2:
             direction = parts[1].lower()
-        elif len(parts) != 1:
+        elif len(parts) > 2:
             direction = None
     elif isinstance(order, dict) and set(order) <= {"column", "direction"}:
         name = order.get("column")
@@ -219,20 +219,27 @@ def parse_order(columns: Sequence[Column], order: object, since: bool, problems:
         problems.append(f'order: expected {{"column": "<name>", "direction": "asc" or "desc"}} or a string such as'
                         f' "updated_at desc"; got {shown(order)}')
         return Fragment(tiebreak)
-    if direction not in ("asc", "desc"):
+    # Both halves are checked, so a bad column and a bad direction are told at once.
+    bad_direction = direction not in ("asc", "desc")
+    if bad_direction:
         problems.append(f"order: the direction is asc or desc; got {shown(order)}")
-        return Fragment(tiebreak)
     by_name = {c.name: c for c in columns}
     sql_dir = "ASC NULLS LAST" if direction == "asc" else "DESC NULLS LAST"
+    column = by_name.get(name) if isinstance(name, str) else None
+    if name not in ("id", "created_at", "updated_at") and (column is None or column.type == "array"):
+        if name is None or name == "":
+            problems.append(f"order: name a column to order by, one of {allowed}")
+        else:
+            why = "is an array column, which has no order" if column is not None else "is not a column"
+            problems.append(f"order: {shown(name)} {why}; order by one of {allowed}")
+        return Fragment(tiebreak)
+    if bad_direction:
+        return Fragment(tiebreak)
     if name == "id":
         return Fragment(f"(a.key::bigint) {sql_dir}")
     if name in ("created_at", "updated_at"):
         return Fragment(f"a.{name} {sql_dir}, {tiebreak}")
-    column = by_name.get(name) if isinstance(name, str) else None
-    if column is None or column.type == "array":
-        why = "is an array column, which has no order" if column is not None else "is not a column"
-        problems.append(f"order: {shown(name)} {why}; order by one of {allowed}")
-        return Fragment(tiebreak)
+    assert column is not None
     expr = {"number": "record_number(a.content_json -> %s)", "datetime": "record_instant(a.content_json -> %s)",
             "boolean": "(a.content_json -> %s)"}.get(column.type, "(a.content_json ->> %s)")
     return Fragment(f"{expr} {sql_dir}, {tiebreak}", [column.name])

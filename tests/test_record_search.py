@@ -127,6 +127,15 @@ def test_order_as_object_or_string_and_the_default(server, service, boot, people
     r = call_tool(server, service, boot["agent_id"], "record_list", collection="people", offset=2**63)
     assert r.status_code == 422 and r.json()["problems"] == [
         'offset: expected a whole number from 0 to 9223372036854775807; got 9223372036854775808']
+    # A bad column and a bad direction are both told, in one answer; an order naming no column says so.
+    r = call_tool(server, service, boot["agent_id"], "record_list", collection="people",
+                  order={"column": "nope", "direction": "sideways"})
+    assert r.status_code == 422 and [p.split(";")[0] for p in r.json()["problems"]] == [
+        "order: the direction is asc or desc", 'order: "nope" is not a column'], r.json()
+    for nothing in ({}, ""):
+        r = call_tool(server, service, boot["agent_id"], "record_list", collection="people", order=nothing)
+        assert r.status_code == 422 and [p[:40] for p in r.json()["problems"]] == [
+            "order: name a column to order by, one of"], r.json()
     # record_search takes no offset, so its limit's sentence does not offer one.
     r = call_tool(server, service, boot["agent_id"], "record_search", collection="people", query="x", limit=500)
     assert r.status_code == 422 and r.json()["problems"] == [
