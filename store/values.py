@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -42,6 +43,14 @@ def is_number(value: object) -> bool:
     """A finite JSON number: an int that is not a bool, or a finite float."""
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, float) and math.isfinite(value))
+
+
+def _past_doubles(value: object) -> bool:
+    """A number no JSON reader holds: 1e400 (which Python's reader makes infinity, as JavaScript's
+    does) or an integer written out past 1.8e308, refused alike whichever way it was written."""
+    if isinstance(value, float):
+        return math.isinf(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max
 
 
 def utc_iso(moment: datetime) -> str:
@@ -131,6 +140,9 @@ def _check_type(column: Column, value: object) -> tuple[Any, str | None]:
             return None, f"expected one of {', '.join(column.values)}; got {shown(value)}"
         return value, None
     if kind == "number":
+        if _past_doubles(value):
+            return None, ("expected a number no larger than 1.8e308 either way, the largest a JSON reader "
+                          f"holds; got {'one larger' if isinstance(value, float) else shown(value, 40)}")
         if not is_number(value):
             return None, f"expected number; got {shown(value)}"
         return value, None

@@ -112,6 +112,13 @@ def test_every_type_rule_is_a_problem_line_and_there_is_no_coercion(server, db, 
         ' 2024-05-01T09:30:00Z',
         'column "tags": expected a list of distinct non-empty strings; got "a"',
         'column "age": expected number; got true']
+    # Past what a JSON reader holds: refused alike, written with an exponent or as 401 digits.
+    for big in ("1e400", "1" + "0" * 400, "-1e400"):
+        r = service.post(f"{server.url}/api/agents/{boot['agent_id']}/tools/record_add",
+                         data=f'{{"collection": "people", "body": {{"name": "x", "age": {big}}}}}',
+                         headers={"Content-Type": "application/json"})
+        assert r.status_code == 422 and r.json()["problems"][0].startswith(
+            'column "age": expected a number no larger than 1.8e308 either way'), (big, r.text)
     assert live_count(db, people) == 0
 
 
