@@ -270,9 +270,9 @@ def _target_for(call: AgentCall, path: object, tool_name: str) -> Target:
                         f"{target.owner_id}'s; this agent reaches its own (org/{agent.org_id}/agents/{agent.id}/…), "
                         "its guild's and the organisation's notes")
     if target.level == "guild" and target.owner_id != agent.guild_id:
-        raise Forbidden(f"{asked} refused: guild-level notes are read only by the guild's own agents, and this "
-                        f"agent is in guild {agent.guild_id}; share across teams with an organisation note "
-                        "or a collection")
+        raise Forbidden(f"{asked} refused: a guild's notes are reached (read, written or deleted) only by "
+                        f"its own agents, and this agent is in guild {agent.guild_id}; share across teams "
+                        "with an organisation note or a collection")
     return target
 
 
