@@ -86,3 +86,54 @@ def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, servic
     field: Any = phone.find('[name="email"]')
     form = phone.find(".record-form").rect
     assert field.rect["width"] > form["width"] * 0.8
+
+
+def overflowing(browser: Browser, css: str) -> list[str]:
+    """The elements matching ``css`` whose content is wider than their box (cut off or scrolling
+    inside it), by their text's first 40 characters."""
+    return browser.driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.trim().slice(0, 40))", css)
+
+
+def test_long_names_wrap_on_a_phone_and_on_a_desktop(phone: Browser, db, boot, server, service) -> None:
+    """A note named with 240 letters and no break, and a guild and an agent with long names: the
+    note page's heading, the delete page's, the New note form's Scope list and the notes list
+    wrap or shrink to the screen; on a phone the list keeps Size, Last change and By on screen,
+    the name wrapping inside its cell (it pushed the page 1 900 px sideways)."""
+    org = boot["org_id"]
+    admin.set_agent(db, boot["agent_id"], write_org=True)
+    long_key = "a" * 240 + ".md"
+    ok(call_tool(server, service, boot["agent_id"], "note_write", level="org", key=long_key, content="long\n"))
+    ok(call_tool(server, service, boot["agent_id"], "note_write", level="org", key="short.md", content="s\n"))
+    guild = admin.create_guild(db, org_id=org, name="The regional partnerships and channel sales guild "
+                                                    "of the northern hemisphere offices")
+    admin.create_agent(db, org_id=org, guild_id=guild["id"], name="Partnerships-and-channel-sales-follow-up-agent")
+    login(phone, boot)
+    pages = {"notes-long-name": "/notes", "note-long-name": f"/notes/org/{org}/{long_key}",
+             "delete-long-name": f"/notes/delete/org/{org}/{long_key}", "new-note-long-scopes": "/notes/new"}
+    too_wide = {}
+    for name, path in pages.items():
+        phone.open(path)
+        phone.shot(name)
+        if sideways(phone) > 0:
+            too_wide[name] = sideways(phone)
+    assert not too_wide, f"pages wider than a {WIDTH} px screen (px too wide): {too_wide}"
+    # The notes list: every column on screen, none cut off; the long name wraps in its cell.
+    phone.open("/notes")
+    assert not overflowing(phone, "#scope-org table.notes, #scope-org table.notes th, #scope-org table.notes td")
+    by = phone.find("#scope-org table.notes th:nth-child(4)").rect
+    assert by["x"] + by["width"] <= WIDTH, by
+    name_cell = phone.find("#scope-org tr.note td:first-child")
+    assert long_key in name_cell.text.replace("\n", "") and name_cell.rect["height"] > 40
+    # The New note form: the Scope list is no wider than the form.
+    phone.open("/notes/new")
+    scope, form = phone.find('select[name="scope"]').rect, phone.find("#new-note").rect
+    assert scope["x"] + scope["width"] <= form["x"] + form["width"], (scope, form)
+    # On a desktop the note's heading wraps as well.
+    phone.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    for name, path in pages.items():
+        phone.open(path)
+        assert sideways(phone) == 0, (name, sideways(phone))
+    phone.open(f"/notes/org/{org}/{long_key}")
+    phone.shot("note-long-name-desktop")
