@@ -250,6 +250,13 @@ def test_a_task_open_in_a_webdav_client_is_not_saved_over(browser: Browser, boot
     assert task_api(operator, server, agent)["task"] == "my new task\n"
 
 
+def in_view(browser: Browser, css: str) -> bool:
+    """Whether the element is wholly inside the window as the page is scrolled now."""
+    return browser.driver.execute_script(
+        "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;", css)
+
+
 def _row(browser: Browser, css: str, name: str) -> Any:
     return next(r for r in browser.finds(f"{css} tbody tr") if r.text.split("\n")[0].startswith(name))
 
@@ -286,6 +293,12 @@ def test_a_guilds_grants_and_an_agents_own_access_are_edited_from_their_state(br
     Select(row.find_element(browser.By.NAME, "mode")).select_by_value("write")
     browser.navigate(browser.button("Save", within=row))
     assert "Access saved." in browser.text()
+    # The page opens at its Databases section, and the confirmation is there, on screen (it was
+    # drawn at the top of the page, scrolled out of sight).
+    assert browser.path.endswith("#collections")
+    assert in_view(browser, "#collections .flash.ok"), browser.find("#collections .flash.ok").rect
+    assert not browser.finds(".pagehead + .flash.ok")
+    browser.shot("agent-access-saved")
     row = _row(browser, "table.agent-access", "ledger")
     Select(row.find_element(browser.By.NAME, "mode")).select_by_value("none")
     browser.navigate(browser.button("Save", within=row))
@@ -319,3 +332,19 @@ def test_a_refused_access_change_says_why_on_the_state_page(boot, server, db) ->
     other = admin.bootstrap(db, org_name="Other", email="o@example.com", password="correct horse battery")
     assert s.get(f"{server.url}/guilds/{other['guild_id']}").status_code == 404
     assert s.get(f"{server.url}/guilds/999999").status_code == 404
+
+
+def test_a_first_task_save_does_not_promise_an_earlier_text_in_the_revisions(boot, server, db) -> None:
+    """The first save keeps no earlier text (there was none): its sentence says so, where it said
+    "the previous text is kept in the revisions" over an empty Revisions list. The second save's
+    sentence is true, and Revisions lists the first."""
+    from tests.web_browser import csrf_of
+    agent = admin.create_agent(db, org_id=boot["org_id"], guild_id=boot["guild_id"], name="Fresh")["id"]
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/agents/{agent}").text)
+    first = s.post(f"{server.url}/agents/{agent}/task", data={"csrf_token": token, "task": "one", "version": "0"})
+    assert first.status_code == 200 and "It is the task&#39;s first version" in first.text, first.text[:500]
+    assert "kept in the revisions" not in first.text and "No earlier saves yet." in first.text
+    second = s.post(f"{server.url}/agents/{agent}/task", data={"csrf_token": token, "task": "two", "version": "1"})
+    assert "Task saved; the previous text is kept in the revisions." in second.text
+    assert "No earlier saves yet." not in second.text

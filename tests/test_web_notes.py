@@ -422,7 +422,10 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     assert browser.find('#rename-form [name="name"]').get_attribute("value") == "a/brainstorm.md"
     browser.fill({"name": "brainstorm.md", "scope": "org"}, within=browser.find("#rename-form"))
     press(browser, "Rename")
-    assert browser.path.startswith(f"/notes/org/{org}/brainstorm.md") and "Renamed." in browser.text()
+    # A move to another scope says it moved, and where (a bare "Renamed." said neither).
+    assert browser.path.startswith(f"/notes/org/{org}/brainstorm.md")
+    assert browser.find(".flash.ok").text == "Moved from guild Research to the organisation, renamed from ideas.md."
+    browser.shot("note-moved")
     assert ok(note_get(server, service, agent, f"org/{org}/brainstorm.md"))["version"] == 2
     assert note_get(server, service, agent, f"org/{org}/guilds/{guild}/ideas.md").status_code == 404
     assert [c["operation"] for c in changes(operator, server, f"org/{org}/guilds/{guild}/ideas.md")][0] == "move"
@@ -439,12 +442,26 @@ def test_new_rename_and_delete(browser: Browser, boot, server, service, operator
     assert "Delete the note brainstorm.md?" in browser.text()
     browser.shot("note-delete")
     press(browser, "Delete brainstorm.md")
-    assert browser.path.startswith("/notes") and "Note deleted." in browser.text()
+    assert browser.path.startswith("/notes")
+    assert browser.find(".flash.ok").text == "Note brainstorm.md deleted from the organisation."
     assert note_get(server, service, agent, f"org/{org}/brainstorm.md").status_code == 404
     removed = browser.find("#scope-org tr.removed")
     assert "brainstorm.md" in removed.text and "deleted" in removed.text
+    # Its last version is said beside what happened to it; the Size column holds sizes only.
+    cells = removed.find_elements(browser.By.TAG_NAME, "td")
+    assert cells[0].text.endswith("deleted at v2") and cells[1].text == "", [c.text for c in cells]
     moved = browser.find(f"#scope-guild-{guild} tr.removed")
     assert "ideas.md" in moved.text and "moved away" in moved.text
+    browser.shot("note-deleted")
+    # A rename within the scope says from what; a path that was not deleted is not said to be.
+    write(server, service, agent, "org", "draft.md", "d\n")
+    browser.open(f"/notes/org/{org}/draft.md")
+    browser.fill({"name": "final"}, within=browser.find("#rename-form"))
+    press(browser, "Rename")
+    assert browser.path.startswith(f"/notes/org/{org}/final.md")
+    assert browser.find(".flash.ok").text == "Renamed from draft.md."
+    browser.open(f"/notes?done=deleted&path=org/{org}/final.md")
+    assert browser.find(".flash.ok").text == "Note deleted."
 
 
 def test_a_rename_or_delete_refused_by_a_webdav_lock_or_the_cap_says_so_on_the_note_page(
@@ -757,3 +774,100 @@ def test_removed_notes_lists_only_notes_still_gone(db, boot) -> None:
         ("moved.md", "move", "guild", guild), ("gone.md", "delete", "guild", guild)]
     assert removed[1]["actor_name"] == boot["email"] and removed[1]["version"] == 1
     assert later == []
+
+
+def test_a_name_with_dots_gets_md_added_as_the_form_says(boot, server, service) -> None:
+    """".md is added when you leave it out": also when the name has a dot of its own ("Release
+    1.2" was refused as not ending in .md); a name ending in .MD is left for the store to judge."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/new").text)
+    for name in ("Release 1.2", "Dr. Smith", "Meeting 2026.12.01", "plan.md"):
+        r = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": "org", "name": name,
+                                                    "content": name})
+        key = name if name.endswith(".md") else name + ".md"
+        assert r.status_code == 200 and "Note created." in r.text, (name, r.status_code, r.text[:300])
+        assert ok(note_get(server, service, agent, f"org/{org}/{key}"))["content"] == name
+    r = s.post(f"{server.url}/notes/rename/org/{org}/Release 1.2.md",
+               data={"csrf_token": token, "scope": "org", "name": "Release 1.3"})
+    assert r.status_code == 200 and "Renamed from Release 1.2.md." in r.text
+    assert ok(note_get(server, service, agent, f"org/{org}/Release 1.3.md"))["content"] == "Release 1.2"
+    r = s.post(f"{server.url}/notes/new", data={"csrf_token": token, "scope": "org", "name": "shout.MD",
+                                                "content": "x"})
+    assert note_get(server, service, agent, f"org/{org}/shout.MD.md").status_code == 404, r.status_code
+
+
+def test_a_scripts_and_an_archived_memorys_paths_lead_to_their_pages(boot, server, service) -> None:
+    """/notes/<display path> of a script or of an archived memory version goes to its page on the
+    agent's State, as task.md and memory.md do (they were 404s naming the page without a link)."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    s = web_login(server, boot["email"], boot["password"])
+    base = f"{server.url}/notes/org/{org}/agents/{agent}"
+    for path, page in ((f"{base}/scripts/fetch.py", f"/agents/{agent}/scripts/fetch.py"),
+                       (f"{base}/history-archive/20260101T000000Z-agent.md",
+                        f"/agents/{agent}/memory/history/20260101T000000Z-agent.md"),
+                       (f"{base}/task.md", f"/agents/{agent}#task"), (f"{base}/memory.md", f"/agents/{agent}#memory")):
+        r = s.get(path, allow_redirects=False)
+        assert r.status_code in (302, 303) and r.headers["Location"].endswith(page), (path, r.status_code)
+    ok(service.post(f"{server.url}/api/agents/{agent}/tools/script_write",
+                    json={"name": "fetch.py", "content": "print('hello')\n"}))
+    r = s.get(f"{base}/scripts/fetch.py")
+    assert r.status_code == 200 and r.url.endswith(f"/agents/{agent}/scripts/fetch.py") and "hello" in r.text
+
+
+def test_embeds_and_run_steps_of_files_gone_are_marked_not_linked(browser: Browser, boot, server, service,
+                                                                  db) -> None:
+    """A note's Embeds and a run's steps link what is there now; a note deleted, moved away or
+    never written, and a record removed, are shown as their path marked so (they linked to 404s)."""
+    from test_records_support import LEADS, make_collection
+    org, agent = boot["org_id"], boot["agent_id"]
+    run = ok(service.post(f"{server.url}/api/runs", json={"agent_id": agent, "kind": "chat"}), 201)
+    headers = {"X-Run-Id": str(run["id"]), "X-Tool-Call-Id": "toolu_1"}
+    for key in ("kept.md", "gone.md", "away.md"):
+        ok(service.post(f"{server.url}/api/agents/{agent}/tools/note_write",
+                        json={"level": "org", "key": key, "content": f"{key}\n"}, headers=headers))
+    make_collection(db, org, "leads", LEADS, guild_id=boot["guild_id"])
+    added = ok(service.post(f"{server.url}/api/agents/{agent}/tools/record_add",
+                            json={"collection": "leads", "body": {"email": "ada@example.com"}}, headers=headers))
+    record = f"org/{org}/collections/leads/{added['record']['id']}"
+    ok(call_tool(server, service, agent, "record_remove", collection="leads", id=added["record"]["id"]))
+    ok(call_tool(server, service, agent, "note_delete", path=f"org/{org}/gone.md"))
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes").text)
+    assert s.post(f"{server.url}/notes/rename/org/{org}/away.md",
+                  data={"csrf_token": token, "scope": "org", "name": "there.md"}).status_code == 200
+    embeds = "".join(f"![[org/{org}/{k}]]\n" for k in ("kept.md", "gone.md", "away.md", "never.md"))
+    write(server, service, agent, "org", "index.md", embeds + f"![[{record}]]\n")
+    page = s.get(f"{server.url}/notes/org/{org}/index.md").text
+    listed = re.search(r'<ul class="embeds">(.*?)</ul>', page, re.S).group(1)
+    assert f'<a href="/notes/org/{org}/kept.md">org/{org}/kept.md</a>' in listed
+    for path, mark in ((f"org/{org}/gone.md", "deleted"), (f"org/{org}/away.md", "moved away"),
+                       (f"org/{org}/never.md", "missing"), (record, "deleted")):
+        assert f'<span class="mono">{path}</span> <span class="muted gone-mark">({mark})</span>' in listed, path
+        assert f">{path}</a>" not in listed, path
+    steps = s.get(f"{server.url}/runs/{run['id']}").text
+    assert f'<a href="/notes/org/{org}/kept.md">' in steps
+    for path, mark in ((f"org/{org}/gone.md", "deleted"), (f"org/{org}/away.md", "moved away"), (record, "deleted")):
+        assert f'{path} <span class="muted gone-mark">({mark})</span>' in steps, path
+        assert f">{path}</a>" not in steps, path
+    login(browser, boot)
+    browser.open(f"/notes/org/{org}/index.md")
+    browser.driver.execute_script("document.querySelector('ul.embeds').scrollIntoView({block: 'center'})")
+    browser.shot("embeds-gone")
+    browser.open(f"/runs/{run['id']}")
+    browser.shot("run-steps-gone")
+
+
+def test_the_strip_stands_as_far_from_the_cards_as_they_do_from_each_other(browser: Browser, boot, server,
+                                                                           service) -> None:
+    """The provenance strip touched the Embeds card above it (app.css zeroed its margin)."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    write(server, service, agent, "org", "spaced.md", "text\n")
+    login(browser, boot)
+    browser.open(f"/notes/org/{org}/spaced.md")
+    gap = browser.driver.execute_script(
+        "const r = s => document.querySelector(s).getBoundingClientRect();"
+        "return [r('#provenance').top - r('.note-meta').bottom, r('.note-meta').top - r('.note-layout').bottom];")
+    assert gap[0] == gap[1] == 16, gap
+    browser.driver.execute_script("document.getElementById('provenance').scrollIntoView({block: 'center'})")
+    browser.shot("strip-spacing")

@@ -35,6 +35,7 @@ from web.security import db, login_required, principal
 bp = Blueprint("agents", __name__)
 
 DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
+        "first": "Task saved. It is the task's first version: Revisions lists earlier texts from the next save on.",
         "unchanged": "Nothing changed, so nothing was saved.", "access": "Access saved."}
 
 
@@ -47,6 +48,12 @@ def embed_choices(conn: Any, agent: Agent, reach: list[tuple[Any, str]]) -> list
     paths = [n["display_path"] for level, owner in (("agent", agent.id), ("guild", agent.guild_id), ("org", None))
              for n in notes.list_notes(conn, agent.org_id, level, owner)]
     return paths + [c.display_path for c, _mode in reach]
+
+
+def _done(key: str, revisions: list[dict[str, Any]]) -> str | None:
+    """The sentence for ?done=: a first save keeps no earlier text (there was none), so it does
+    not say the previous text is in the revisions."""
+    return DONE.get("first" if key == "saved" and not revisions else key)
 
 
 def _agent(conn: Any, agent_id: int) -> Agent:
@@ -71,6 +78,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
                       if g["id"] == agent.guild_id), None)
     task = st["task"]
+    done = request.args.get("done", "")
     return render_template(
         "agents/state.html", nav="notes", agent=agent, guild=guild, st=st, task=task,
         task_html=render_markdown(task["text"]), task_embeds=task_embeds, embed_problems=embed_problems,
@@ -81,7 +89,10 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
         task_page_url=lambda before: url_for("agents.state", agent_id=agent.id, hbefore=before),
         memory_page_url=lambda before: url_for("agents.state", agent_id=agent.id, mbefore=before),
-        done=DONE.get(request.args.get("done", "")), **extra), status
+        # Access saved is said in the Databases section the redirect opens (#collections): at the
+        # top of the page it was out of sight.
+        done=None if done == "access" else _done(done, revisions),
+        access_done=DONE["access"] if done == "access" else None, **extra), status
 
 
 @bp.get("/agents/<int:agent_id>")

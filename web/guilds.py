@@ -37,7 +37,8 @@ def state(guild_id: int, *, error: str | None = None, problems: list[str] | None
     return render_template("guilds/state.html", nav="notes", guild=guild, agents=agents,
                            own=[t for t in tables if t["scope"] == "guild"],
                            shared=[t for t in tables if t["scope"] == "org"],
-                           done=DONE.get(request.args.get("done", "")), error=error,
+                           # (said in the Databases section the redirect opens, not at the page's top)
+                           access_done=DONE.get(request.args.get("done", "")), error=error,
                            problems=problems or []), status
 
 

@@ -169,11 +169,12 @@ def size_problems(stored: str | None) -> list[str]:
 
 def note_target(display_path: str) -> Target:
     """The note a URL names, or NotFound (another organisation's path reads as unknown). The
-    standing task and memory live on the agent's page, so their paths go there."""
+    standing task, memory, a script and an archived memory version live on the agent's pages, so
+    their paths go there (as a display path typed after /notes/ would otherwise end in a 404)."""
     target = parse(display_path)
     principal().require_org(target.org_id, f"note {display_path}")
-    if target.family in ("task", "memory"):
-        abort(redirect(url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"))
+    if target.family in ("task", "memory", "script", "history"):
+        abort(redirect(page_of(target.path) or url_for("agents.state", agent_id=target.owner_id)))
     if target.family != "note":
         raise NotFound(f"unknown note {display_path}: the notes browser shows notes; scripts and memory are on "
                        "the agent's page, records on the Databases page")
@@ -261,16 +262,30 @@ def index() -> ResponseReturnValue:
         raise NotFound(f"unknown scope {only}: choose the organisation, one of its guilds or one of its agents")
     return render_template("notes/index.html", nav="notes", scopes=shown, single=bool(only),
                            preview=None if only else SCOPE_PREVIEW, total=sum(len(s["notes"]) for s in shown),
-                           done=DONE.get(request.args.get("done", "")))
+                           done=_deleted_done(all_scopes))
+
+
+def _deleted_done(all_scopes: list[dict[str, Any]]) -> str | None:
+    """The sentence for ?done=, naming the note a delete removed (?path=) when the list shows it
+    as deleted: a path that was not deleted is not claimed to have been."""
+    done, path = request.args.get("done", ""), request.args.get("path", "")
+    if done == "deleted":
+        for s in all_scopes:
+            for r in s["removed"]:
+                if r["display_path"] == path and r["operation"] == "delete":
+                    where = "the organisation" if s["level"] == "org" else f"{s['level']} {s['title']}"
+                    return f"Note {r['key']} deleted from {where}."
+    return DONE.get(done)
 
 
 # --- new note ---------------------------------------------------------------------------------------
 
 def _key_from(raw: str) -> str:
-    """The note key for what was typed: the name as given, with .md added when it has no
-    extension (a convenience of the form; the store's key rule decides the rest)."""
+    """The note key for what was typed: the name as given, with .md added when it does not end
+    in .md, as the form promises. A dot elsewhere is part of the name ("Release 1.2", "Dr. Smith"),
+    not an extension; a name ending in .MD is left as typed, for the store's key rule to judge."""
     name = nfc(raw.strip())
-    return name if not name or "." in name.rsplit("/", 1)[-1] else name + ".md"
+    return name if not name or name.lower().endswith(".md") else name + ".md"
 
 
 def _scope_choices(conn: Any, org_id: int, directory: dict[str, Any] | None = None) -> list[tuple[str, str]]:
@@ -315,8 +330,8 @@ def create_note() -> ResponseReturnValue:
 # --- a note -----------------------------------------------------------------------------------------
 
 def page_of(display_path: str) -> str | None:
-    """The web app's page for a note, a task, a memory or a script, or None (a table or record is
-    found by its name, which a caller with a connection looks up)."""
+    """The web app's page for a note, a task, a memory, a script or an archived memory version, or
+    None (a table or record is found by its name, which a caller with a connection looks up)."""
     try:
         target = parse(display_path)
     except StoreError:
@@ -327,6 +342,8 @@ def page_of(display_path: str) -> str | None:
         return url_for("agents.state", agent_id=target.owner_id) + f"#{target.family}"
     if target.family == "script":
         return url_for("agents.script", agent_id=target.owner_id, name=target.name)
+    if target.family == "history":
+        return url_for("agents.memory_version", agent_id=target.owner_id, name=target.name)
     return None
 
 
@@ -357,12 +374,69 @@ def pages_of(conn: Any, paths: Sequence[str]) -> dict[str, str | None]:
     return out
 
 
+GONE = {"delete": "deleted", "move": "moved away"}
+# Families whose live file is a row files.latest falls back to: with no change and no row, the
+# path names nothing. (A task or memory not written yet is still shown, empty, on its agent's page.)
+_ROW_FAMILIES = ("note", "record", "script")
+
+
+def gone_of(conn: Any, paths: Sequence[str], urls: dict[str, str | None]) -> dict[str, str]:
+    """Which of ``paths`` name nothing now, as path -> "deleted", "moved away" or "missing", so
+    a page shows them as text rather than as links to a 404. From files.latest (the newest
+    change of each path, or its live row): one call per MAX_PATHS paths, not one per path.
+    ``urls`` is pages_of's answer, which already knows whether a table's name is live."""
+    org_ids = principal().org_ids
+    ours = sorted({p for p in paths if files.path_org(p) in org_ids})
+    latest: dict[str, dict | None] = {}
+    for start in range(0, len(ours), files.MAX_PATHS):
+        latest.update(files.latest(conn, org_ids, ours[start:start + files.MAX_PATHS]))
+    out: dict[str, str] = {}
+    for path, change in latest.items():
+        try:
+            family = parse(path).family
+        except StoreError:
+            continue
+        if change is not None and change["operation"] in GONE:
+            out[path] = GONE[change["operation"]]
+        elif change is None and (family in _ROW_FAMILIES or (family == "collection" and urls.get(path) is None)):
+            out[path] = "missing"
+    return out
+
+
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     """The paths a text embeds, each with a link to its page when it is a note, a task, a memory
-    or a table of this organisation."""
+    or a table of this organisation that is there now; one deleted, moved away or never written
+    is marked so instead of linked."""
     paths = embeds.find_embeds(text)
     urls = pages_of(conn, [p for p in paths if files.path_org(p) == org_id])
-    return [{"path": p, "url": urls.get(p)} for p in paths]
+    gone = gone_of(conn, list(urls), urls)
+    return [{"path": p, "url": None if p in gone else urls.get(p), "gone": gone.get(p)} for p in paths]
+
+
+def _scope_phrase(target: Target, directory: dict[str, Any]) -> str:
+    """A scope in a sentence: the organisation, guild Research, agent Scout."""
+    if target.level == "org":
+        return "the organisation"
+    group = directory["guilds"] if target.level == "guild" else directory["agents"]
+    name = next((x["name"] for x in group if x["id"] == target.owner_id), target.owner_id)
+    return f"{target.level} {name}"
+
+
+def _note_done(key: str, target: Target, latest: dict[str, Any] | None, directory: dict[str, Any]) -> str | None:
+    """The sentence for ?done=. After a rename it says from what, and after a move to another
+    scope that it moved and where, read from the note's latest change (the move's arrival), so it
+    is true even when the URL is reloaded or shared."""
+    moved_from = latest.get("moved_from") if latest and key == "renamed" else None
+    try:
+        old = parse(moved_from) if moved_from else None
+    except StoreError:
+        old = None
+    if old is None or old.family != "note":
+        return DONE.get(key)
+    if (old.level, old.owner_id) == (target.level, target.owner_id):
+        return f"Renamed from {old.name}."
+    renamed = f", renamed from {old.name}" if old.name != target.name else ""
+    return f"Moved from {_scope_phrase(old, directory)} to {_scope_phrase(target, directory)}{renamed}."
 
 
 def _scope_title(target: Target, directory: dict[str, Any]) -> tuple[str, str]:
@@ -400,7 +474,7 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
         editor_text=content if editor_text is None else editor_text, unsaved=editor_text is not None,
         editor_version=(row["version"] if row else 0) if editor_version is None else editor_version,
         page_url=lambda before: note_url(target.path, hbefore=before),
-        done=DONE.get(request.args.get("done", "")), **extra), status
+        done=_note_done(request.args.get("done", ""), target, strip["latest"], directory), **extra), status
 
 
 @bp.get("/notes/<path:display_path>")
@@ -537,4 +611,4 @@ def delete(display_path: str) -> ResponseReturnValue:
     except (Locked, LimitReached) as exc:  # a WebDAV client holds the note: it stays, and says so
         return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems)
     scope = _scope_key(target.level, target.owner_id)
-    return redirect(url_for("notes.index", done="deleted") + f"#scope-{scope}")
+    return redirect(url_for("notes.index", done="deleted", path=target.path) + f"#scope-{scope}")

@@ -15,7 +15,7 @@ from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
 from store import files
-from web.notes import pages_of
+from web.notes import gone_of, pages_of
 from web.security import db, login_required, principal
 
 bp = Blueprint("runs", __name__)
@@ -26,6 +26,9 @@ bp = Blueprint("runs", __name__)
 def run(run_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         got = files.run_steps(conn, principal().org_ids, run_id)
-        urls = pages_of(conn, [ch["display_path"] for ch in got["changes"]])
-    steps: list[dict[str, Any]] = [dict(ch, url=urls[ch["display_path"]]) for ch in got["changes"]]
+        paths = [ch["display_path"] for ch in got["changes"]]
+        urls = pages_of(conn, paths)
+        gone = gone_of(conn, paths, urls)  # a file deleted or moved since is text, not a link to a 404
+    steps: list[dict[str, Any]] = [dict(ch, url=None if ch["display_path"] in gone else urls[ch["display_path"]],
+                                        gone=gone.get(ch["display_path"])) for ch in got["changes"]]
     return render_template("runs/run.html", nav="notes", run=got["run"], steps=steps, more=got["has_more"])
