@@ -16,7 +16,7 @@
 """
 from __future__ import annotations
 
-from store import embeds
+from store import embeds, locks
 from store.access import Actor, Principal
 from store.agents import load_agent
 from store.db import Conn, Database
@@ -57,7 +57,10 @@ def read_task(conn: Conn, org_id: int, agent_id: int) -> dict:
 
 
 def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, *,
-               if_version: int | None = None) -> dict:
+               if_version: int | None = None, honour_leases: bool = False) -> dict:
+    """Save the standing task (one revision, its provenance row and event). ``honour_leases``: a
+    caller holding no WebDAV lock token (the web app's task editor) is refused with Locked while
+    task.md is locked by a WebDAV client, as notes.write_note refuses a note's."""
     # Kept as sent (a client reading it back must find its bytes): an embed typed in NFD (macOS)
     # is still found by a note's delete, which compares NFC forms (store.embeds.embedding_tasks).
     text = check_content(text, "the task")
@@ -65,6 +68,8 @@ def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, 
     problems = embeds.private_embed_problems(org_id, embedded)
     if problems:
         raise rejected("task rejected", problems)
+    if honour_leases:
+        locks.refuse_if_leased(conn, task_path(org_id, agent_id))
     embeds.lock_for_task(conn, embedded)
     row = conn.execute(_SAVE, {"agent_id": agent_id, "org_id": org_id, "if_version": if_version,
                                "text": text, "by": actor.name}).fetchone()
@@ -112,7 +117,8 @@ def text_of(body: object) -> str:
 def save_as_member(db: Database, principal: Principal, agent_id: int, text: str, *,
                    if_version: int | None = None) -> dict:
     """Save the task of an agent of the member's organisations (NotFound for any other agent), as
-    that member, in one transaction."""
+    that member, in one transaction. (The HTTP API is not a file client: WebDAV locks do not stop
+    it, as the README says; the web app's task editor passes honour_leases.)"""
     with db.transaction() as conn:
         agent = load_agent(conn, agent_id, principal.org_ids)
         return write_task(conn, agent.org_id, agent.id, text, principal.actor, if_version=if_version)

@@ -21,11 +21,9 @@ from flask.typing import ResponseReturnValue
 
 from store import collections as colls
 from store import embeds, grants, memory, notes, orgs, scripts, tasks
-from store import locks as leases
 from store import state as state_view
 from store.agents import Agent, load_agent
 from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
-from store.paths import task_path
 from web.errors import status_of
 from web.forms import form_id
 from web.notes import (as_stored, as_typed, diff_lines, embed_list, provenance, render_markdown, same_text,
@@ -147,9 +145,8 @@ def save_task(agent_id: int) -> ResponseReturnValue:
             stored = current["task"]
             if current["version"] == opened and same_text(typed, stored or ""):
                 return redirect(url_for("agents.state", agent_id=agent_id, done="unchanged") + "#task")
-            leases.refuse_if_leased(conn, task_path(agent.org_id, agent.id))  # open in a WebDAV client
             tasks.write_task(conn, agent.org_id, agent.id, as_stored(typed, stored), principal().actor,
-                             if_version=opened)
+                             if_version=opened, honour_leases=True)  # not while a WebDAV client holds it
     except PreconditionFailed:
         with db().connection() as conn:
             agent = _agent(conn, agent_id)
