@@ -146,6 +146,11 @@ def invisible_name_problem(key: str) -> str | None:
     if key.endswith(".md") and not key[:-3].strip():
         return (f"the key {key!r} has no name before .md: a note key is a Markdown file name "
                 "such as findings.md")
+    if key[:1].isspace():
+        # Finder, Explorer and ls show a leading space as nothing: " plan.md" reads as plan.md,
+        # and the web app's form, which trims what is typed, could never name it.
+        return (f"the key {key!r} starts with a space, which a file list does not show, so the name "
+                "would read as another; remove it")
     if _INVISIBLE.search(key):
         return (f"the key {key!r} contains a control character or a line break: a note key is one line "
                 "of visible characters ending in .md, such as findings.md")

@@ -128,6 +128,8 @@ BLANK = " .md"
 REFUSED_KEYS = [
     (BLANK, f"the key {BLANK!r} has no name before .md: a note key is a Markdown file name such as findings.md"),
     ("\u3000 .md", "has no name before .md"),
+    (" plan.md", "the key ' plan.md' starts with a space, which a file list does not show, so the name would read "
+                 "as another; remove it"),
     ("a\x85b.md", "contains a control character or a line break: a note key is one line of visible characters"),
     ("a\x9fb.md", "contains a control character"),
     ("a\u2028b.md", "contains a control character or a line break"),
@@ -144,7 +146,7 @@ REFUSED_KEYS = [
 ]
 
 
-@pytest.mark.parametrize("key,sentence", REFUSED_KEYS, ids=["blank", "spaces", "nel", "c1", "line-sep",
+@pytest.mark.parametrize("key,sentence", REFUSED_KEYS, ids=["blank", "spaces", "leading-space", "nel", "c1", "line-sep",
                                                             "para-sep", "backslash", "zero-width", "bidi", "bom",
                                                             "bytes"])
 def test_note_write_refuses_bad_keys_with_a_sentence(call, db, key: str, sentence: str) -> None:
@@ -164,9 +166,9 @@ def test_keys_next_to_the_refused_ones_are_still_notes(call) -> None:
 
 
 @pytest.mark.parametrize("name,sentence", [
-    ("%20.md", "a note key is"), ("a%C2%85b.md", "a note key is"), ("a%E2%80%A8b.md", "a note key is"),
+    ("%20.md", "a note key is"), ("%20plan.md", "starts with a space"), ("a%C2%85b.md", "a note key is"), ("a%E2%80%A8b.md", "a note key is"),
     ("task%E2%80%8B.md", "contains U+200B (ZERO WIDTH SPACE)"), ("%C3%A9" * 128 + ".md", "at most 255 bytes")],
-    ids=["blank", "nel", "line-sep", "zero-width", "bytes"])
+    ids=["blank", "leading-space", "nel", "line-sep", "zero-width", "bytes"])
 def test_webdav_refuses_the_same_keys(server, operator, db, boot, name: str, sentence: str) -> None:
     r = operator.put(f"{server.url}/dav/org/{boot['org_id']}/agents/{boot['agent_id']}/{name}", data=b"x")
     # (a rule for new names, as look-alikes of memory.md are: 400 with its sentence)
