@@ -21,10 +21,11 @@ ERRNO: dict[type[e.StoreError], int] = {
     e.StoreError: errno.EIO,
     e.Unauthenticated: errno.EACCES,
     e.NotFound: errno.ENOENT,
-    # A grant the user lacks: "Permission denied".
+    # A grant the user lacks, or a change the file refuses by nature though it is writable (task.md
+    # and memory.md cannot be deleted or moved): "Permission denied".
     e.Forbidden: errno.EACCES,
-    # Read-only by nature (collections, records, the memory archive, deleting task.md): the file
-    # is 0444 and "Read-only file system" says the rule is the tree's, not the user's rights.
+    # Read-only by nature (collections, records, the memory archive): the file is 0444 and
+    # "Read-only file system" says the rule is the tree's, not the user's rights.
     e.ReadOnly: errno.EROFS,
     # A name that cannot be a note (a .txt file, a folder): "Operation not permitted".
     e.NotANote: errno.EPERM,
