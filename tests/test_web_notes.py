@@ -84,6 +84,9 @@ def test_scopes_side_by_side_with_new_and_deleted_notes(browser: Browser, boot, 
     assert "Research" in guild_text and "plan.md" in guild_text
     removed = scopes[f"guild-{guild}"].find_elements(browser.By.CSS_SELECTOR, "tr.removed")
     assert len(removed) == 1 and "old.md" in removed[0].text and "deleted" in removed[0].text
+    # Its name opens the page that says what became of it, with its History.
+    assert removed[0].find_element(browser.By.CSS_SELECTOR, "a.gone").get_attribute("href").endswith(
+        f"/notes/org/{org}/guilds/{guild}/old.md")
     assert "scratchpad.md" in scopes[f"agent-{agent}"].text
     # The agent's scope links to its State.
     assert len(browser.finds("nav.mainnav a")) == 2
@@ -252,6 +255,40 @@ def test_a_save_over_a_note_renamed_meanwhile_goes_to_it_where_it_is(browser: Br
     assert "Saved." in browser.text()
     assert ok(note_get(server, service, agent, new))["content"] == "Use short words. Avoid jargon.\n"
     assert note_get(server, service, agent, old).status_code == 404
+
+
+def test_a_renamed_notes_history_leads_back_to_its_first_change(browser: Browser, boot, server, service,
+                                                                  operator) -> None:
+    """A rename leaves the note's earlier changes on its old path: the new path's History links
+    there, and the old path's page (a 404: no note lives there) says where the note went and
+    shows those changes. A deleted note's path shows its History too; a path never used is a
+    plain 404."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    old, new = f"org/{org}/draft.md", f"org/{org}/final.md"
+    write(server, service, agent, "org", "draft.md", "v1\n")
+    write(server, service, agent, "org", "draft.md", "v2\n")
+    moved = operator.request("MOVE", f"{server.url}/dav/{old}", headers={"Destination": f"{server.url}/dav/{new}"})
+    assert moved.status_code == 201, moved.text
+    login(browser, boot)
+    browser.open(f"/notes/{new}?hbefore=")
+    browser.find("#provenance-history summary").click()
+    follow(browser, browser.link(old))
+    assert browser.path == f"/notes/{old}"
+    gone = browser.find("#gone")
+    assert "no longer here" in gone.text and new in gone.text
+    rows = [r.text for r in browser.finds("#provenance-history tbody tr")]
+    assert [("create" in r, "update" in r, "move" in r) for r in rows] == [
+        (False, False, True), (False, True, False), (True, False, False)], rows
+    browser.shot("note-gone-moved")
+    follow(browser, browser.link(new))
+    assert browser.path == f"/notes/{new}"
+
+    ok(call_tool(server, service, agent, "note_delete", path=new))
+    s = web_login(server, boot["email"], boot["password"])
+    r = s.get(f"{server.url}/notes/{new}")
+    assert r.status_code == 404 and "This note was deleted" in r.text and "History" in r.text
+    r = s.get(f"{server.url}/notes/org/{org}/never.md")
+    assert r.status_code == 404 and "none was ever recorded there" in r.text
 
 
 LOCK_BODY = (b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'

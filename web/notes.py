@@ -451,6 +451,22 @@ def _scope_title(target: Target, directory: dict[str, Any]) -> tuple[str, str]:
     return name, _scope_key(target.level, target.owner_id)
 
 
+def _gone_page(conn: Any, target: Target, title: str, scope_key: str) -> ResponseReturnValue:
+    """A 404 for a path where no note lives now. One that lived there (deleted, or moved away,
+    which a History's "moved here from" links to) shows where it went and its History, back to
+    its first change: a renamed note's earlier changes stay on its old path."""
+    strip = provenance(conn, target.path)
+    if strip["latest"] is None:
+        raise NotFound(f"unknown note {target.path}: there is no note with that display path, and none was "
+                       "ever recorded there")
+    strip["open"] = True
+    moved = files.moved_to(conn, principal().org_ids, target.path)
+    return render_template(
+        "notes/gone.html", nav="notes", target=target, provenance=strip, scope_title=title,
+        scope_key=scope_key, moved_to=moved, moved_url=page_of(moved) if moved else None,
+        page_url=lambda before: note_url(target.path, hbefore=before)), 404
+
+
 def _note_page(target: Target, *, status: int = 200, editor_text: str | None = None,
                editor_version: int | None = None, **extra: Any) -> ResponseReturnValue:
     """The note page: rendered view, editor, strip. ``editor_text`` keeps what the person typed
@@ -460,8 +476,7 @@ def _note_page(target: Target, *, status: int = 200, editor_text: str | None = N
         title, scope_key = _scope_title(target, directory)
         row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
         if row is None and not extra.get("conflict") and editor_text is None:  # (a refused save keeps its text)
-            raise NotFound(f"unknown note {target.path}: there is no live note with that display path "
-                           "(it may have been deleted or renamed)")
+            return _gone_page(conn, target, title, scope_key)
         content = row["content"] or "" if row else ""
         rendered = render_markdown(embeds.expand_embeds(conn, target.org_id, content))
         links = embed_list(conn, target.org_id, content)
