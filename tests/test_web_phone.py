@@ -69,12 +69,7 @@ def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, servic
         "one-word-purpose": f"/databases/{worded['id']}",
         "state": f"/agents/{agent}",
     }
-    too_wide = {}
-    for name, path in pages.items():
-        phone.open(path)
-        phone.shot(name)
-        if sideways(phone) > 0:
-            too_wide[name] = sideways(phone)
+    too_wide = wider_than_the_screen(phone, pages)
     assert not too_wide, f"pages wider than a {WIDTH} px screen (px too wide): {too_wide}"
     # The person's name and Log out are on the dark bar, where they can be read.
     phone.open("/databases")
@@ -86,6 +81,18 @@ def test_every_page_fits_a_phone_screen(phone: Browser, db, boot, server, servic
     field: Any = phone.find('[name="email"]')
     form = phone.find(".record-form").rect
     assert field.rect["width"] > form["width"] * 0.8
+
+
+def wider_than_the_screen(browser: Browser, pages: dict[str, str]) -> dict[str, int]:
+    """Each page (name -> path) opened and photographed; those wider than the window, by how
+    many pixels."""
+    too_wide = {}
+    for name, path in pages.items():
+        browser.open(path)
+        browser.shot(name)
+        if sideways(browser) > 0:
+            too_wide[name] = sideways(browser)
+    return too_wide
 
 
 def overflowing(browser: Browser, css: str) -> list[str]:
@@ -112,12 +119,7 @@ def test_long_names_wrap_on_a_phone_and_on_a_desktop(phone: Browser, db, boot, s
     login(phone, boot)
     pages = {"notes-long-name": "/notes", "note-long-name": f"/notes/org/{org}/{long_key}",
              "delete-long-name": f"/notes/delete/org/{org}/{long_key}", "new-note-long-scopes": "/notes/new"}
-    too_wide = {}
-    for name, path in pages.items():
-        phone.open(path)
-        phone.shot(name)
-        if sideways(phone) > 0:
-            too_wide[name] = sideways(phone)
+    too_wide = wider_than_the_screen(phone, pages)
     assert not too_wide, f"pages wider than a {WIDTH} px screen (px too wide): {too_wide}"
     # The notes list: every column on screen, none cut off; the long name wraps in its cell.
     phone.open("/notes")
