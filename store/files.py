@@ -128,7 +128,8 @@ def latest(conn: Conn, org_ids: Collection[int], display_paths: Sequence[str]) -
                       AND id = ANY(%(ids)s) AND 'org/' || org_id || '/agents/' || id || '/task.md' = ANY(%(p)s)""",
                 {"p": missing, "o": list(org_ids), "ids": _task_agent_ids(missing)}).fetchall():
             found[r["display_path"]] = {
-                "id": None, "display_path": r["display_path"], "recorded": False, "operation": None, "version": r["version"],
+                "id": None, "display_path": r["display_path"], "recorded": False, "operation": None,
+                "version": r["version"],
                 "actor_type": None, "actor_id": None, "actor_name": r["updated_by"], "run_id": None,
                 "tool_call_id": None, "tool_name": None, "created_at": r["updated_at"], "moved_from": None}
     return {original: found.get(norm) for original, norm in asked.items()}

@@ -166,7 +166,8 @@ def test_keys_next_to_the_refused_ones_are_still_notes(call) -> None:
 
 
 @pytest.mark.parametrize("name,sentence", [
-    ("%20.md", "a note key is"), ("%20plan.md", "starts with a space"), ("a%C2%85b.md", "a note key is"), ("a%E2%80%A8b.md", "a note key is"),
+    ("%20.md", "a note key is"), ("%20plan.md", "starts with a space"), ("a%C2%85b.md", "a note key is"),
+    ("a%E2%80%A8b.md", "a note key is"),
     ("task%E2%80%8B.md", "contains U+200B (ZERO WIDTH SPACE)"), ("%C3%A9" * 128 + ".md", "at most 255 bytes")],
     ids=["blank", "leading-space", "nel", "line-sep", "zero-width", "bytes"])
 def test_webdav_refuses_the_same_keys(server, operator, db, boot, name: str, sentence: str) -> None:
