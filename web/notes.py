@@ -273,8 +273,7 @@ def _deleted_done(all_scopes: list[dict[str, Any]]) -> str | None:
         for s in all_scopes:
             for r in s["removed"]:
                 if r["display_path"] == path and r["operation"] == "delete":
-                    where = "the organisation" if s["level"] == "org" else f"{s['level']} {s['title']}"
-                    return f"Note {r['key']} deleted from {where}."
+                    return f"Note {r['key']} deleted from {scope_phrase(s['level'], s['title'])}."
     return DONE.get(done)
 
 
@@ -413,13 +412,18 @@ def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     return [{"path": p, "url": None if p in gone else urls.get(p), "gone": gone.get(p)} for p in paths]
 
 
-def _scope_phrase(target: Target, directory: dict[str, Any]) -> str:
+def scope_phrase(level: str, name: str) -> str:
     """A scope in a sentence: the organisation, guild Research, agent Scout."""
+    return "the organisation" if level == "org" else f"{level} {name}"
+
+
+def _scope_phrase(target: Target, directory: dict[str, Any]) -> str:
+    """``target``'s scope in a sentence, its owner named from ``directory``."""
     if target.level == "org":
-        return "the organisation"
+        return scope_phrase("org", "")
     group = directory["guilds"] if target.level == "guild" else directory["agents"]
-    name = next((x["name"] for x in group if x["id"] == target.owner_id), target.owner_id)
-    return f"{target.level} {name}"
+    return scope_phrase(target.level, next((x["name"] for x in group if x["id"] == target.owner_id),
+                                           str(target.owner_id)))
 
 
 def _note_done(key: str, target: Target, latest: dict[str, Any] | None, directory: dict[str, Any]) -> str | None:
