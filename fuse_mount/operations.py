@@ -212,7 +212,10 @@ class HostOperations(pyfuse3.Operations):
             return None
 
     def _inline(self, operation: str, path: str, method: str, *args: Any) -> Any:
-        """A Host tree call that runs no query (a name check): in the event loop, errors as _call."""
+        """A Host tree call that runs no query for the names clients use (a name check): in the
+        event loop, errors as _call. (check_write asks the store one question for a name only a
+        new file may not take, Memory.md beside memory.md: rare enough to wait for here, where a
+        thread hop on every create would slow every editor's save.)"""
         try:
             return getattr(self._tree(), method)(*args)
         except Exception as exc:
