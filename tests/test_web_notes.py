@@ -834,9 +834,10 @@ def test_a_name_with_dots_gets_md_added_as_the_form_says(boot, server, service) 
     assert note_get(server, service, agent, f"org/{org}/shout.MD.md").status_code == 404, r.status_code
 
 
-def test_a_scripts_and_an_archived_memorys_paths_lead_to_their_pages(boot, server, service) -> None:
+def test_a_scripts_and_an_archived_memorys_paths_lead_to_their_pages(boot, server, service, db) -> None:
     """/notes/<display path> of a script or of an archived memory version goes to its page on the
-    agent's State, as task.md and memory.md do (they were 404s naming the page without a link)."""
+    agent's State, as task.md and memory.md do, and a table's or a record's to the Databases page
+    (they were 404s naming the page without a link)."""
     org, agent = boot["org_id"], boot["agent_id"]
     s = web_login(server, boot["email"], boot["password"])
     base = f"{server.url}/notes/org/{org}/agents/{agent}"
@@ -850,6 +851,14 @@ def test_a_scripts_and_an_archived_memorys_paths_lead_to_their_pages(boot, serve
                     json={"name": "fetch.py", "content": "print('hello')\n"}))
     r = s.get(f"{base}/scripts/fetch.py")
     assert r.status_code == 200 and r.url.endswith(f"/agents/{agent}/scripts/fetch.py") and "hello" in r.text
+    # A table's and a record's paths go to the Databases page while the table is there.
+    from test_records_support import LEADS, make_collection
+    table = make_collection(db, org, "leads", LEADS)
+    for path, page in ((f"org/{org}/collections/leads", f"/databases/{table['id']}"),
+                       (f"org/{org}/collections/leads/7", f"/databases/{table['id']}/records/7")):
+        r = s.get(f"{server.url}/notes/{path}", allow_redirects=False)
+        assert r.status_code in (302, 303) and r.headers["Location"].endswith(page), (path, r.status_code)
+    assert s.get(f"{server.url}/notes/org/{org}/collections/gone", allow_redirects=False).status_code == 404
 
 
 def test_embeds_and_run_steps_of_files_gone_are_marked_not_linked(browser: Browser, boot, server, service,

@@ -169,12 +169,18 @@ def size_problems(stored: str | None) -> list[str]:
 
 def note_target(display_path: str) -> Target:
     """The note a URL names, or NotFound (another organisation's path reads as unknown). The
-    standing task, memory, a script and an archived memory version live on the agent's pages, so
-    their paths go there (as a display path typed after /notes/ would otherwise end in a 404)."""
+    standing task, memory, a script and an archived memory version live on the agent's pages, and
+    a table and a record on the Databases page, so their paths go there (as a display path typed
+    after /notes/ would otherwise end in a 404)."""
     target = parse(display_path)
     principal().require_org(target.org_id, f"note {display_path}")
     if target.family in ("task", "memory", "script", "history"):
         abort(redirect(page_of(target.path) or url_for("agents.state", agent_id=target.owner_id)))
+    if target.family in ("collection", "record"):  # the Databases page's, while the table is there
+        with db().connection() as conn:
+            url = pages_of(conn, [target.path])[target.path]
+        if url is not None:
+            abort(redirect(url))
     if target.family != "note":
         raise NotFound(f"unknown note {display_path}: the notes browser shows notes; scripts and memory are on "
                        "the agent's page, records on the Databases page")
