@@ -178,22 +178,39 @@ def removed_notes(conn: Conn, org_ids: Collection[int], org_id: int, *, since: d
 
 
 MOVES_FOLLOWED = 16
+# A file's departure from a path: a move's row there, or the delete a move over an existing file
+# writes for its source.
+_DEPARTURES = ("move", "delete")
 
 
 def moved_to(conn: Conn, org_ids: Collection[int], display_path: str) -> str | None:
-    """The live path the file moved from ``display_path`` has now (through up to MOVES_FOLLOWED
-    moves), or None: never moved, moved and then deleted, or another organisation's. For a save
-    made in an editor opened before the move, which can then go to the note where it is."""
-    path, seen = display_path, {display_path}
-    for _ in range(MOVES_FOLLOWED):
-        row = conn.execute("SELECT display_path FROM file_changes WHERE moved_from = %s AND org_id = ANY(%s)"
-                           " ORDER BY id DESC LIMIT 1", (path, list(org_ids))).fetchone()
-        if row is None or row["display_path"] in seen:
-            break
-        path = row["display_path"]
-        seen.add(path)
-    if path == display_path:
+    """Where the file last at ``display_path`` is now, when it left by moves (up to MOVES_FOLLOWED)
+    and is still at the end of them; else None (never moved, deleted, or another organisation's).
+    For an editor opened before a rename, whose save can then go to the note where it is.
+
+    Names are reused, so each hop is tied to this file: its departure is the path's newest change,
+    its arrival the first row after the file's previous change there naming the path in
+    moved_from, and it is still where it arrived if no departure from there followed."""
+    orgs = list(org_ids)
+    departure = conn.execute("SELECT id, operation FROM file_changes WHERE display_path = %s AND org_id = ANY(%s)"
+                             " ORDER BY id DESC LIMIT 1", (display_path, orgs)).fetchone()
+    if departure is None or departure["operation"] not in _DEPARTURES:
         return None
-    live = conn.execute("SELECT 1 FROM artifacts WHERE display_path = %s AND deleted_at IS NULL",
-                        (path,)).fetchone()
-    return path if live is not None else None
+    # Arrivals are written in the departure's transaction, so their ids are past the file's change
+    # before it (ids from one sequence may interleave between transactions, not within this one).
+    before = conn.execute("SELECT coalesce(max(id), 0) AS id FROM file_changes WHERE display_path = %s"
+                          " AND id < %s", (display_path, departure["id"])).fetchone()["id"]
+    path = display_path
+    for _ in range(MOVES_FOLLOWED):
+        arrival = conn.execute("SELECT id, display_path FROM file_changes WHERE moved_from = %s AND id > %s"
+                               " AND org_id = ANY(%s) ORDER BY id LIMIT 1", (path, before, orgs)).fetchone()
+        if arrival is None:
+            return None   # it left by a delete, not a move
+        path = arrival["display_path"]
+        left = conn.execute("SELECT id FROM file_changes WHERE display_path = %s AND id > %s"
+                            " AND operation = ANY(%s) ORDER BY id LIMIT 1",
+                            (path, arrival["id"], list(_DEPARTURES))).fetchone()
+        if left is None:
+            return path
+        before = arrival["id"]
+    return None

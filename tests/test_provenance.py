@@ -172,3 +172,42 @@ def test_latest_reads_a_path_with_a_comma_in_its_name_as_one_path(server, db, bo
     got = operator.get(f"{server.url}/api/file-changes/latest", params={"display_paths": asked}).json()["latest"]
     assert sorted(got) == [f"org/{org}/a,b.md", f"org/{org}/c.md", f"org/{org}/none.md"]
     assert got[f"org/{org}/a,b.md"]["operation"] == "create" and got[f"org/{org}/none.md"] is None
+
+
+def test_moved_to_follows_this_notes_moves_and_not_a_reused_names(db, boot) -> None:
+    """Where a note renamed away now lives (the web editor's conflict sends a stale save there):
+    through a chain of moves and a move over an existing note, and never to another note that
+    took a name this one left, nor to a note deleted since it arrived."""
+    from store import files
+    from store.access import Door
+    from store.host import HostTree
+    tree = HostTree(db, Door(db).basic(boot["email"], boot["password"]))
+    org = boot["org_id"]
+    p = {k: f"org/{org}/{k}.md" for k in ("a", "b", "c", "d", "e", "x", "y")}
+
+    def moved_to(path: str) -> str | None:
+        with db.connection() as conn:
+            return files.moved_to(conn, frozenset({org}), path)
+
+    # A chain of two renames, then a move over an existing note.
+    tree.write(p["a"], b"a")
+    tree.move(p["a"], p["b"])
+    tree.move(p["b"], p["c"])
+    assert moved_to(p["a"]) == p["c"] and moved_to(p["b"]) == p["c"] and moved_to(p["c"]) is None
+    tree.write(p["d"], b"d")
+    tree.move(p["c"], p["d"])          # over d: c's row is deleted, d's gets its next version
+    assert moved_to(p["a"]) == p["d"]
+    # A name reused: x left for e; a new note took x's name and left for... nowhere (deleted).
+    tree.write(p["x"], b"x1")
+    tree.move(p["x"], p["e"])
+    tree.write(p["x"], b"x2")
+    tree.delete(p["x"])
+    assert moved_to(p["x"]) is None    # the second x was deleted, not moved to e
+    # A note moved away whose new home was deleted, and a new note at that name since.
+    tree.write(p["y"], b"y1")
+    tree.move(p["y"], p["e"])          # over e (the first x)
+    tree.delete(p["e"])
+    tree.write(p["e"], b"unrelated")
+    assert moved_to(p["y"]) is None and moved_to(p["a"]) == p["d"]
+    with db.connection() as conn:  # another organisation's path is unknown
+        assert files.moved_to(conn, frozenset({org + 1}), p["a"]) is None

@@ -257,6 +257,27 @@ def test_a_save_over_a_note_renamed_meanwhile_goes_to_it_where_it_is(browser: Br
     assert note_get(server, service, agent, old).status_code == 404
 
 
+def test_a_save_over_a_deleted_note_whose_name_an_earlier_note_left_is_no_move(boot, server, service,
+                                                                               operator) -> None:
+    """draft.md renamed to final.md, then a new draft.md opened, deleted by someone, and saved:
+    the save is told the note was deleted, and never goes to final.md, the earlier draft's home."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    draft, final = f"org/{org}/draft.md", f"org/{org}/final.md"
+    write(server, service, agent, "org", "draft.md", "the first draft\n")
+    moved = operator.request("MOVE", f"{server.url}/dav/{draft}", headers={"Destination": f"{server.url}/dav/{final}"})
+    assert moved.status_code == 201, moved.text
+    write(server, service, agent, "org", "draft.md", "a new draft\n")
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(f"{server.url}/notes/{draft}").text)
+    ok(call_tool(server, service, agent, "note_delete", path=draft))
+    r = s.post(f"{server.url}/notes/{draft}", data={"csrf_token": token, "content": "my edit\n", "version": "1"})
+    assert r.status_code == 409 and "the note was deleted meanwhile" in r.text and "was moved" not in r.text
+    assert f'action="/notes/{draft}"' in r.text
+    assert ok(note_get(server, service, agent, final))["content"] == "the first draft\n"
+    page = s.get(f"{server.url}/notes/{draft}")
+    assert page.status_code == 404 and "This note was deleted" in page.text
+
+
 def test_a_renamed_notes_history_leads_back_to_its_first_change(browser: Browser, boot, server, service,
                                                                   operator) -> None:
     """A rename leaves the note's earlier changes on its old path: the new path's History links
