@@ -442,9 +442,10 @@ class HostOperations(pyfuse3.Operations):
             # The file is open already: this description reads and writes the same body, as on a
             # disk, so two writers of different parts (or two `>>` appenders) both keep their
             # bytes, and a reader sees what was written and not yet saved.
-            if writing and not any(h.writable for h in self.handles.on_inode(inode)):
-                # (A description open for writing already answers it: the file may be one this
-                # mount created and holds, which the store has not got yet.)
+            if writing and not any(h.writable and not h.orphaned and h.body is source.body
+                                   for h in self.handles.on_inode(inode)):
+                # (A description of this file open for writing already answers it: the file may
+                # be one this mount created and holds, which the store has not got yet.)
                 await self._writable("open", path)
             handle = self.handles.open(inode, path, writable=writing, share=source)
             handle.appending = writing and bool(flags & os.O_APPEND)

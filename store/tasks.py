@@ -61,6 +61,8 @@ def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, 
     """Save the standing task (one revision, its provenance row and event). ``honour_leases``: a
     caller holding no WebDAV lock token (the web app's task editor) is refused with Locked while
     task.md is locked by a WebDAV client, as notes.write_note refuses a note's."""
+    if honour_leases:  # first: a locked task.md says so, whatever the text sent
+        locks.refuse_if_leased(conn, task_path(org_id, agent_id))
     # Kept as sent (a client reading it back must find its bytes): an embed typed in NFD (macOS)
     # is still found by a note's delete, which compares NFC forms (store.embeds.embedding_tasks).
     text = check_content(text, "the task")
@@ -68,8 +70,6 @@ def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, 
     problems = embeds.private_embed_problems(org_id, embedded)
     if problems:
         raise rejected("task rejected", problems)
-    if honour_leases:
-        locks.refuse_if_leased(conn, task_path(org_id, agent_id))
     embeds.lock_for_task(conn, embedded)
     row = conn.execute(_SAVE, {"agent_id": agent_id, "org_id": org_id, "if_version": if_version,
                                "text": text, "by": actor.name}).fetchone()

@@ -272,8 +272,8 @@ def index() -> ResponseReturnValue:
 
 
 def _deleted_done(all_scopes: list[dict[str, Any]]) -> str | None:
-    """The sentence for ?done=, naming the note a delete removed (?path=) when the list shows it
-    as deleted: a path that was not deleted is not claimed to have been."""
+    """The sentence for ?done=: after a delete, the note it removed (?path=) named, when the list
+    shows that path as deleted; else the plain sentence, which names no note."""
     done, path = request.args.get("done", ""), request.args.get("path", "")
     if done == "deleted":
         for s in all_scopes:

@@ -7,7 +7,7 @@ from store.db import Conn
 from store.families.artifacts import FILE_COLUMNS, file_row, read_file
 from store.families.base import PYTHON, Family, as_bytes
 from store.layout import Folder
-from store.paths import SCRIPT_NAME, script_path, side_name_problem
+from store.paths import SCRIPT_NAME, script_path
 
 
 class Scripts(Family):
@@ -22,9 +22,6 @@ class Scripts(Family):
             return None
         return (f"/{folder.path}/{name} cannot be a script: a script is a Python file name such as "
                 "fetch_prices.py (letters, digits, _ . -, ending in .py)")
-
-    def new_name_problem(self, folder: Folder, name: str) -> str | None:
-        return side_name_problem(name)
 
     def list(self, conn: Conn, folder: Folder) -> list[dict]:
         return conn.execute(f"SELECT {FILE_COLUMNS} FROM artifacts WHERE org_id = %s AND level = 'agent'"
