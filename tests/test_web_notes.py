@@ -885,7 +885,9 @@ def test_a_scripts_and_an_archived_memorys_paths_lead_to_their_pages(boot, serve
 def test_embeds_and_run_steps_of_files_gone_are_marked_not_linked(browser: Browser, boot, server, service,
                                                                   db) -> None:
     """A note's Embeds and a run's steps link what is there now; a note deleted, moved away or
-    never written, and a record removed, are shown as their path marked so (they linked to 404s)."""
+    never written, and a record removed, are shown as their path marked so (they linked to 404s
+    that said nothing); a note deleted or moved away links to its old path's page, which says
+    where it went and shows its History."""
     from test_records_support import LEADS, make_collection
     org, agent = boot["org_id"], boot["agent_id"]
     run = ok(service.post(f"{server.url}/api/runs", json={"agent_id": agent, "kind": "chat"}), 201)
@@ -908,15 +910,18 @@ def test_embeds_and_run_steps_of_files_gone_are_marked_not_linked(browser: Brows
     page = s.get(f"{server.url}/notes/org/{org}/index.md").text
     listed = re.search(r'<ul class="embeds">(.*?)</ul>', page, re.S).group(1)
     assert f'<a href="/notes/org/{org}/kept.md">org/{org}/kept.md</a>' in listed
-    for path, mark in ((f"org/{org}/gone.md", "deleted"), (f"org/{org}/away.md", "moved away"),
-                       (f"org/{org}/never.md", "missing"), (record, "deleted")):
+    for path, mark in ((f"org/{org}/never.md", "missing"), (record, "deleted")):
         assert f'<span class="mono">{path}</span> <span class="muted gone-mark">({mark})</span>' in listed, path
         assert f">{path}</a>" not in listed, path
+    for path, mark in ((f"org/{org}/gone.md", "deleted"), (f"org/{org}/away.md", "moved away")):
+        assert f'<a href="/notes/{path}">{path}</a> <span class="muted gone-mark">({mark})</span>' in listed, path
     steps = s.get(f"{server.url}/runs/{run['id']}").text
     assert f'<a href="/notes/org/{org}/kept.md">' in steps
-    for path, mark in ((f"org/{org}/gone.md", "deleted"), (f"org/{org}/away.md", "moved away"), (record, "deleted")):
-        assert f'{path} <span class="muted gone-mark">({mark})</span>' in steps, path
-        assert f">{path}</a>" not in steps, path
+    assert f'{record} <span class="muted gone-mark">(deleted)</span>' in steps and f">{record}</a>" not in steps
+    for path, mark in ((f"org/{org}/gone.md", "deleted"), (f"org/{org}/away.md", "moved away")):
+        assert f'<a href="/notes/{path}">{path}</a> <span class="muted gone-mark">({mark})</span>' in steps, path
+    gone = s.get(f"{server.url}/notes/org/{org}/away.md")
+    assert gone.status_code == 404 and f"it was moved to" in gone.text and f"org/{org}/there.md" in gone.text
     login(browser, boot)
     browser.open(f"/notes/org/{org}/index.md")
     browser.driver.execute_script("document.querySelector('ul.embeds').scrollIntoView({block: 'center'})")

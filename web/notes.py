@@ -408,14 +408,28 @@ def gone_of(conn: Any, paths: Sequence[str], urls: dict[str, str | None]) -> dic
     return out
 
 
+def link_of(path: str, url: str | None, gone: str | None) -> str | None:
+    """Where a listed path links: its page; for a note deleted or moved away, the page of its old
+    path, which says where it went and shows its History; for anything else gone, nowhere."""
+    if gone is None:
+        return url
+    if gone in ("deleted", "moved away") and path.endswith(".md"):
+        try:
+            if parse(path).family == "note":
+                return note_url(path)
+        except StoreError:
+            pass
+    return None
+
+
 def embed_list(conn: Any, org_id: int, text: str) -> list[dict[str, Any]]:
     """The paths a text embeds, each with a link to its page when it is a note, a task, a memory
     or a table of this organisation that is there now; one deleted, moved away or never written
-    is marked so instead of linked."""
+    is marked so (a note gone links to what became of it)."""
     paths = embeds.find_embeds(text)
     urls = pages_of(conn, [p for p in paths if files.path_org(p) == org_id])
     gone = gone_of(conn, list(urls), urls)
-    return [{"path": p, "url": None if p in gone else urls.get(p), "gone": gone.get(p)} for p in paths]
+    return [{"path": p, "url": link_of(p, urls.get(p), gone.get(p)), "gone": gone.get(p)} for p in paths]
 
 
 def scope_phrase(level: str, name: str) -> str:

@@ -15,7 +15,7 @@ from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
 from store import files
-from web.notes import gone_of, pages_of
+from web.notes import gone_of, link_of, pages_of
 from web.security import db, login_required, principal
 
 bp = Blueprint("runs", __name__)
@@ -29,6 +29,7 @@ def run(run_id: int) -> ResponseReturnValue:
         paths = [ch["display_path"] for ch in got["changes"]]
         urls = pages_of(conn, paths)
         gone = gone_of(conn, paths, urls)  # a file deleted or moved since is text, not a link to a 404
-    steps: list[dict[str, Any]] = [dict(ch, url=None if ch["display_path"] in gone else urls[ch["display_path"]],
+    steps: list[dict[str, Any]] = [dict(ch, url=link_of(ch["display_path"], urls[ch["display_path"]],
+                                                        gone.get(ch["display_path"])),
                                         gone=gone.get(ch["display_path"])) for ch in got["changes"]]
     return render_template("runs/run.html", nav="notes", run=got["run"], steps=steps, more=got["has_more"])
