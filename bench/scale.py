@@ -18,7 +18,6 @@ Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL.
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 from typing import Any
 

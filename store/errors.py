@@ -22,6 +22,12 @@ class StoreError(Exception):
         self.message = message
         self.problems: list[str] = list(problems)
 
+    @property
+    def head(self) -> str:
+        """The sentence's first line: what a page shows above the problems it lists itself
+        (``rejected`` puts each problem on a line of its own after it)."""
+        return self.message.split("\n", 1)[0]
+
 
 # Problems one answer lists. "Every problem at once" is for a person or a model mending a body;
 # a body of 100 000 unknown keys (2 MB) listed line by line answered with 32 MB, which a client

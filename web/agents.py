@@ -108,7 +108,7 @@ def save_access(agent_id: int) -> ResponseReturnValue:
         body = {"collection_id": form_id("collection_id"), "mode": request.form.get("mode", "") or None}
         colls.set_agent_access(db(), principal(), agent_id, body)
     except Invalid as exc:
-        return _page(agent_id, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems)
+        return _page(agent_id, status=status_of(exc), error=exc.head, problems=exc.problems)
     return redirect(url_for("agents.state", agent_id=agent_id, done="access") + "#collections")
 
 
@@ -158,7 +158,7 @@ def save_task(agent_id: int) -> ResponseReturnValue:
     except (Invalid, TooLarge, Locked) as exc:
         problems = [*exc.problems, *size_problems(stored)] if isinstance(exc, TooLarge) else exc.problems
         return _page(agent_id, status=status_of(exc), editor_text=text, editor_version=opened,
-                     error=exc.message.split("\n")[0], problems=problems)
+                     error=exc.head, problems=problems)
     return redirect(url_for("agents.state", agent_id=agent_id, done="saved") + "#task")
 
 

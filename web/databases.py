@@ -91,7 +91,7 @@ def create_table() -> ResponseReturnValue:
     except (Invalid, Conflict, LimitReached, NotFound) as exc:  # the form again, as it was typed
         return render_template("databases/new.html", nav="databases", form=form,
                                rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
-                               types=columns_form.types(), error=exc.message.split("\n")[0],
+                               types=columns_form.types(), error=exc.head,
                                problems=exc.problems), status_of(exc)
     return redirect(url_for("databases.table", collection_id=c.id, done="created"))
 
@@ -204,7 +204,7 @@ def table(collection_id: int) -> ResponseReturnValue:
             try:
                 out = load_rows(conn, c, state)
             except Invalid as exc:
-                error, problems, status = exc.message.split("\n")[0], exc.problems, 422
+                error, problems, status = exc.head, exc.problems, 422
         # Unfiltered, the listing's total is the table's count: no second count.
         count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering or error else out["total"]
     total = out["total"]
@@ -490,7 +490,7 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
         return render_template("databases/columns.html", nav="databases", c=c, form=form,
                                rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
                                types=columns_form.types(), etag=request.form.get("etag", ""),
-                               error=exc.message.split("\n")[0], problems=exc.problems), status_of(exc)
+                               error=exc.head, problems=exc.problems), status_of(exc)
     return redirect(url_for("databases.columns", collection_id=collection_id, done="columns"))
 
 
@@ -536,7 +536,7 @@ def save_access(collection_id: int) -> ResponseReturnValue:
             guild_id = form_id("guild_id")
             colls.set_guild_access(db(), principal(), guild_id, {"collection_id": collection_id, "mode": mode})
     except Invalid as exc:
-        return access(collection_id, error=exc.message.split("\n")[0], problems=exc.problems, status=status_of(exc))
+        return access(collection_id, error=exc.head, problems=exc.problems, status=status_of(exc))
     return redirect(url_for("databases.access", collection_id=collection_id, done="access"))
 
 

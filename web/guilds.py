@@ -49,5 +49,5 @@ def save_access(guild_id: int) -> ResponseReturnValue:
         body = {"collection_id": form_id("collection_id"), "mode": request.form.get("mode", "") or None}
         colls.set_guild_access(db(), principal(), guild_id, body)
     except Invalid as exc:
-        return state(guild_id, error=exc.message.split("\n")[0], problems=exc.problems, status=status_of(exc))
+        return state(guild_id, error=exc.head, problems=exc.problems, status=status_of(exc))
     return redirect(url_for("guilds.state", guild_id=guild_id, done="access") + "#databases")

@@ -322,7 +322,7 @@ def create_note() -> ResponseReturnValue:
     except (Invalid, AlreadyExists, TooLarge, Locked, LimitReached) as exc:  # the form again, as typed
         with db().connection() as conn:
             choices = _scope_choices(conn, org_id)
-        error = exc.message.split("\n")[0]
+        error = exc.head
         if isinstance(exc, AlreadyExists):
             # (The store's sentence speaks to a tool call: "write without create-only".)
             error = (f"A note named {_key_from(form['name'])} already exists in this scope; choose another "
@@ -574,7 +574,7 @@ def save(display_path: str) -> ResponseReturnValue:
     except (Invalid, TooLarge, Locked) as exc:
         problems = [*exc.problems, *size_problems(stored)] if isinstance(exc, TooLarge) else exc.problems
         return _note_page(target, status=status_of(exc), editor_text=text, editor_version=opened,
-                          error=exc.message.split("\n")[0], problems=problems)
+                          error=exc.head, problems=problems)
     return redirect(note_url(target.path, done="saved"))
 
 
@@ -618,7 +618,7 @@ def rename(display_path: str) -> ResponseReturnValue:
                                 "or delete that note first.")
     except (Invalid, NotANote, LimitReached, Locked) as exc:
         # (Locked: a WebDAV client holds the note or the name; LimitReached: the other scope is full.)
-        return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems,
+        return _note_page(target, status=status_of(exc), error=exc.head, problems=exc.problems,
                           rename_name=raw_name)
     return redirect(note_url(new_path, done="renamed"))
 
@@ -648,6 +648,6 @@ def delete(display_path: str) -> ResponseReturnValue:
         return render_template("notes/delete.html", nav="notes", target=target, note=row, used_by=[],
                                embedded={"message": exc.message, "tasks": task_links(exc.tasks)}), 409
     except (Locked, LimitReached) as exc:  # a WebDAV client holds the note: it stays, and says so
-        return _note_page(target, status=status_of(exc), error=exc.message.split("\n")[0], problems=exc.problems)
+        return _note_page(target, status=status_of(exc), error=exc.head, problems=exc.problems)
     scope = _scope_key(target.level, target.owner_id)
     return redirect(url_for("notes.index", done="deleted", path=target.path) + f"#scope-{scope}")
