@@ -446,7 +446,17 @@ class HostOperations(pyfuse3.Operations):
                                    for h in self.handles.on_inode(inode)):
                 # (A description of this file open for writing already answers it: the file may
                 # be one this mount created and holds, which the store has not got yet.)
-                await self._writable("open", path)
+                if flags & os.O_TRUNC:
+                    await self._writable("open", path)
+                else:
+                    # Only readers hold the body, and it may be the copy from before a change
+                    # made elsewhere whose event is still on its way (a reader's close reaches
+                    # us after the close has returned): written into, it is the store's (below).
+                    node, data = await self._current(path)
+                    await self._writable("open", path, (node, data))
+                    if not source.dirty:
+                        source.reload(node)
+                        source.fill(data)
             handle = self.handles.open(inode, path, writable=writing, share=source)
             handle.appending = writing and bool(flags & os.O_APPEND)
             if writing and flags & os.O_TRUNC:
@@ -461,16 +471,20 @@ class HostOperations(pyfuse3.Operations):
                     self.handles.close(held.fh)
             return pyfuse3.FileInfo(fh=handle.fh)
         if writing:
-            hit = self._peek(path)
-            node = await self._writable("open", path, hit)
             if flags & os.O_TRUNC:
                 # libfuse passes O_TRUNC to open (atomic_o_trunc): the save starts empty and
                 # becomes one version with the writes that follow.
+                node = await self._writable("open", path, self._peek(path))
                 handle = self.handles.open(inode, path, writable=True, node=node)
                 handle.empty()
                 return pyfuse3.FileInfo(fh=handle.fh)
-            # stat keeps the content for a moment, so this read is not a second query.
-            data = hit[1] if hit is not None else await self._call("open", path, "read", path)
+            # Writing into what is there (`>>`, a program patching bytes in place): the body is
+            # the store's, asked now, not the copy kept by change events, which lags a change
+            # made elsewhere by that change's event (10-20 ms): a `>>` right after an agent's
+            # note_write saved the text from before it with the line added, and the agent's
+            # text was gone.
+            node, data = await self._current(path)
+            await self._writable("open", path, (node, data))
             handle = self.handles.open(inode, path, writable=True, data=data, node=node)
             handle.appending = bool(flags & os.O_APPEND)
             return pyfuse3.FileInfo(fh=handle.fh)
@@ -489,6 +503,10 @@ class HostOperations(pyfuse3.Operations):
             log.info("refused open for writing %s: the tree keeps it read-only (%s) [EACCES]", path, node.kind)
             raise FUSEError(errno.EACCES)
         return node
+
+    async def _current(self, path: str) -> tuple[Any, bytes]:
+        """(node, bytes) of the file as the store holds it now, past every copy kept here."""
+        return await self._call("open", path, "current", path)
 
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:

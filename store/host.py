@@ -181,6 +181,18 @@ class HostTree:
             raise NotANote(f"/{key} is a folder; a folder has no content to read")
         return content or b""
 
+    def current(self, path: str) -> tuple[Node, bytes]:
+        """read(), with its node, from the store itself rather than the content cache, which
+        lags a change made elsewhere by that change's event: for a writer that will save the
+        bytes it starts from (the FUSE mount's `>>`), where a copy from before the change would
+        undo it."""
+        parts = split(path)
+        with self.db.connection() as conn:
+            node, content = self._file(conn, parts, cached=False)
+        if node.is_dir:
+            raise NotANote(f"/{'/'.join(parts)} is a folder; a folder has no content to read")
+        return node, content or b""
+
     def peek(self, path: str) -> tuple[Node, bytes] | None:
         """A file's node and bytes from the content cache alone, with no database round trip;
         None whenever the cache cannot answer (a miss, a folder, a side file, a kind it does not

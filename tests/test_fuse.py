@@ -592,6 +592,32 @@ def test_an_appender_appends_to_a_change_made_elsewhere_while_it_was_open(mount:
     assert mount.tree.read(f"org/{org}/journal.md") == b"v2 from elsewhere, much longer\nappended\n"
 
 
+def test_an_append_right_after_a_change_elsewhere_keeps_that_change(mount: Mount) -> None:
+    """`>>` opened before the event of a change made elsewhere has come back (10-20 ms after an
+    agent's note_write) appends to the store's text, not to the copy the mount keeps: it used to
+    save the text from before that change with its line added, and the change was lost. The
+    change here is made in SQL with no event at all, which stands for an event still on its way."""
+    org = mount.boot["org_id"]
+    note = mount.org / "relay.md"
+    note.write_bytes(b"base\n")
+    assert note.read_bytes() == b"base\n"
+    with mount.db.connection() as conn:
+        conn.execute("UPDATE artifacts SET content = 'base\nfrom the agent\n', version = version + 1"
+                     " WHERE display_path = %s AND deleted_at IS NULL", (f"org/{org}/relay.md",))
+    with open(note, "ab") as f:
+        f.write(b"from the shell\n")
+    assert mount.tree.read(f"org/{org}/relay.md") == b"base\nfrom the agent\nfrom the shell\n"
+    # The same while a reader holds the file open with the text it read (the body the `>>` shares).
+    with open(note, "rb") as reader:
+        assert reader.read() == b"base\nfrom the agent\nfrom the shell\n"
+        with mount.db.connection() as conn:
+            conn.execute("UPDATE artifacts SET content = content || 'agent again\n', version = version + 1"
+                         " WHERE display_path = %s AND deleted_at IS NULL", (f"org/{org}/relay.md",))
+        with open(note, "ab") as f:
+            f.write(b"shell again\n")
+    assert mount.tree.read(f"org/{org}/relay.md") == b"base\nfrom the agent\nfrom the shell\nagent again\nshell again\n"
+
+
 def test_after_a_refused_save_the_mount_shows_what_the_store_holds(mount: Mount) -> None:
     """A save the store refuses (bytes that are not UTF-8) reaches the writer at close, and the
     kernel then forgets the refused bytes: cat and stat show the note as it is stored."""
