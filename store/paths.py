@@ -326,7 +326,11 @@ _SED_TEMP = re.compile(r"^sed[A-Za-z0-9]{6}$")
 
 # Python's tempfile (mkstemp, NamedTemporaryFile, and atomicwrites and the other libraries built on
 # them) names a file "tmp" + 8 characters of [a-z0-9_], with whatever suffix the caller chose.
-_PY_TEMP = re.compile(r"^tmp[a-z0-9_]{8}(\..*)?$")
+# Only names with a digit among the 8: people name notes tmp_summary.md or tmp_backlog.md, which
+# WebDAV and the mount would keep as side files (a day in scratch, never seen by agents). The
+# 8 % of Python's names that draw no digit and carry a .md suffix become notes for a moment, which
+# an editor's rename over the note handles as any temporary .md name (the note's next version).
+_PY_TEMP = re.compile(r"^tmp(?=[a-z_]*[0-9])[a-z0-9_]{8}(\..*)?$")
 # A name without an extension (or with only a leading dot) is not a note and not a document of
 # another kind: a program's temporary or helper file (atomicwrites' .___atomic_writeXXXX, git's
 # index.lock-style names...). A name with another extension (.txt, .png, .pdf) is a document a

@@ -321,7 +321,7 @@ def test_records_with_a_blank_unique_value_stay_separate(db, service, boot) -> N
 
 # --- names WebDAV and the mount take for side files ----------------------------------------------
 
-@pytest.mark.parametrize("key", ["tmp_summary.md", "~$budget.md", "a.md.tmp.md", "x.md.sb-y.md"])
+@pytest.mark.parametrize("key", ["tmpab12cd34.md", "~$budget.md", "a.md.tmp.md", "x.md.sb-y.md"])
 def test_a_side_files_name_is_given_to_no_new_note(db, service, boot, tree: HostTree, key: str) -> None:
     """A note under a name file clients keep as a side file would be listed there but never read,
     saved or deleted through them: such a name is refused for a new note or a rename, with a
@@ -373,8 +373,8 @@ def test_a_lookalike_of_memory_or_task_is_given_to_no_new_agent_note(db, service
 
 def test_a_scripts_side_file_name_is_refused_with_a_script_name_to_use() -> None:
     from store.paths import side_name_problem
-    assert side_name_problem("tmpabcdefgh.py").endswith("choose another name, such as summary.py")
-    assert side_name_problem("tmpabcdefgh.md").endswith("choose another name, such as summary.md")
+    assert side_name_problem("tmpabcd12gh.py").endswith("choose another name, such as summary.py")
+    assert side_name_problem("tmpabcd12gh.md").endswith("choose another name, such as summary.md")
 
 
 # --- arguments an agent can send -------------------------------------------------------------------

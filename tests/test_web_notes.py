@@ -363,24 +363,24 @@ def test_a_new_note_at_a_name_finder_has_locked_is_refused(boot, server, operato
 
 
 def test_a_side_files_name_is_refused_for_a_new_note_and_a_rename(boot, server, service, operator) -> None:
-    """WebDAV and the mount keep names like tmp_summary.md as side files: the web app gives such a
-    name to no note. A rename to one used to answer "Renamed." while the note stayed where it was,
-    hidden from its author's file clients for two minutes."""
+    """WebDAV and the mount keep names like tmpab12cd34.md (Python's temporary files) as side
+    files: the web app gives such a name to no note. A rename to one used to answer "Renamed."
+    while the note stayed where it was, hidden from its author's file clients for two minutes."""
     org, agent = boot["org_id"], boot["agent_id"]
     s = web_login(server, boot["email"], boot["password"])
     token = csrf_of(s.get(f"{server.url}/notes/new").text)
     made = s.post(f"{server.url}/notes/new",
-                  data={"csrf_token": token, "scope": "org", "name": "tmp_summary", "content": "typed here\n"})
+                  data={"csrf_token": token, "scope": "org", "name": "tmpab12cd34", "content": "typed here\n"})
     assert made.status_code == 422 and "choose another name" in made.text and "typed here" in made.text
-    assert note_get(server, service, agent, f"org/{org}/tmp_summary.md").status_code == 404
+    assert note_get(server, service, agent, f"org/{org}/tmpab12cd34.md").status_code == 404
     made = s.post(f"{server.url}/notes/new",
                   data={"csrf_token": token, "scope": "org", "name": "styles", "content": "s\n"})
     assert made.status_code == 200 and "Note created." in made.text
     renamed = s.post(f"{server.url}/notes/rename/org/{org}/styles.md",
-                     data={"csrf_token": token, "scope": "org", "name": "tmp_styleno.md"})
+                     data={"csrf_token": token, "scope": "org", "name": "tmp_st1leno.md"})
     assert renamed.status_code == 422 and "choose another name" in renamed.text
     assert operator.get(f"{server.url}/dav/org/{org}/styles.md").content == b"s\n"
-    assert operator.get(f"{server.url}/dav/org/{org}/tmp_styleno.md").status_code == 404
+    assert operator.get(f"{server.url}/dav/org/{org}/tmp_st1leno.md").status_code == 404
     # Onto a name another note has: the page's own words, not WebDAV's "Overwrite is off".
     operator.put(f"{server.url}/dav/org/{org}/taken.md", data=b"t\n")
     renamed = s.post(f"{server.url}/notes/rename/org/{org}/styles.md",
@@ -422,7 +422,7 @@ def test_a_refused_new_note_keeps_what_was_typed_after_leaving(browser: Browser,
     tab's draft, offered again on New note."""
     login(browser, boot)
     browser.open("/notes/new")
-    browser.fill({"name": "tmp_summary", "content": "a draft worth keeping\n"})
+    browser.fill({"name": "tmpab12cd34", "content": "a draft worth keeping\n"})
     press(browser, "Save")
     assert "choose another name" in browser.text()
     browser.open("/notes")
