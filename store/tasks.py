@@ -3,11 +3,12 @@
     read_task(conn, org_id, agent_id) -> dict
         {display_path, task, version, updated_at, updated_by}; NotFound for an agent outside org_id.
     write_task(conn, org_id, agent_id, text, actor, *, if_version=None) -> dict
-        Saves the text as sent (256 KB cap, one version up); a text that embeds a memory
-        is refused (Invalid, every such embed named: memory is private), keeps the previous text in task_revisions
-        (at most 50 per agent, the oldest dropped) and records the change. The paths the new text
-        embeds are locked shared (store.embeds) so that a note delete or move checking its embeds
-        waits for this save and then sees it.
+        Saves the text as sent (256 KB cap, one version up); a text that embeds a memory is
+        refused (Invalid, every such embed named: memory is private), keeps the previous text in
+        task_revisions (at most 50 per agent, the oldest dropped; not when it is the text saved
+        now, so an editor saving unchanged text cannot push real earlier saves out) and records
+        the change. The paths the new text embeds are locked shared (store.embeds) so that a note
+        delete or move checking its embeds waits for this save and then sees it.
     task_revisions(conn, org_id, agent_id) -> list[dict]
         The kept previous saves, newest first: {version, task, saved_at, saved_by}.
     save_as_member(db, principal, agent_id, text, *, if_version=None) -> dict
@@ -33,7 +34,8 @@ WITH cur AS (SELECT id, task, task_version, task_updated_at, task_updated_by FRO
               WHERE id = %(agent_id)s AND org_id = %(org_id)s FOR UPDATE),
      ok AS (SELECT * FROM cur WHERE %(if_version)s::int IS NULL OR task_version = %(if_version)s::int),
      kept AS (INSERT INTO task_revisions (agent_id, task, version, saved_at, saved_by)
-              SELECT id, task, task_version, task_updated_at, task_updated_by FROM ok WHERE task_version > 0),
+              SELECT id, task, task_version, task_updated_at, task_updated_by FROM ok
+               WHERE task_version > 0 AND task IS DISTINCT FROM %(text)s),
      upd AS (UPDATE agents a SET task = %(text)s, task_version = ok.task_version + 1,
                     task_updated_at = clock_timestamp(), task_updated_by = %(by)s
                FROM ok WHERE a.id = ok.id

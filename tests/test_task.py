@@ -42,6 +42,26 @@ def test_at_most_50_revisions_are_kept(server, boot, operator) -> None:
     assert revs[0]["task"] == "v51" and revs[-1]["task"] == "v2"
 
 
+def test_saving_the_text_the_task_holds_keeps_no_revision_of_it(server, boot, operator) -> None:
+    """An editor or a sync client saving task.md unchanged (over WebDAV, the mount, the API) kept
+    the unchanged text as a revision each time: 50 such saves pushed every real earlier save out
+    of the revisions kept. Such a save is still a version (with its provenance row and event, as
+    a note's is), but the revisions keep only texts that differ from the one after them."""
+    base = f"{server.url}/api/agents/{boot['agent_id']}/task"
+    dav = f"{server.url}/dav/org/{boot['org_id']}/agents/{boot['agent_id']}/task.md"
+    assert operator.put(base, json={"task": "first"}).json()["version"] == 1
+    assert operator.put(base, json={"task": "second"}).json()["version"] == 2
+    for _ in range(30):
+        assert operator.put(base, json={"task": "second"}).status_code == 200
+        assert operator.put(dav, data=b"second").status_code == 204
+    assert operator.get(base).json()["version"] == 62
+    revs = operator.get(base + "/revisions").json()["revisions"]
+    assert [(r["version"], r["task"]) for r in revs] == [(1, "first")]
+    assert operator.put(base, json={"task": "third"}).json()["version"] == 63
+    revs = operator.get(base + "/revisions").json()["revisions"]
+    assert [(r["version"], r["task"]) for r in revs] == [(62, "second"), (1, "first")]
+
+
 def test_bad_bodies_caps_and_strangers(server, db, boot, operator, service) -> None:
     base = f"{server.url}/api/agents/{boot['agent_id']}/task"
     r = operator.put(base, json={"text": "x"})
