@@ -25,7 +25,7 @@ from gateway import limits
 from gateway.door import BODY_TIMEOUT, CLOSE_CONNECTION, DoorServer
 from gateway.logs import clean, install as install_log_escaping
 from store.access import PRINCIPAL_KEY, Door
-from store.db import UNAVAILABLE_MESSAGE, Database, outage_met
+from store.db import Database, outage_met
 from store.errors import Unavailable
 from store.filecache import FileCache
 from store.login_watch import LoginWatch
@@ -97,12 +97,13 @@ class Gateway:
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
-        except Unavailable:
+        except Unavailable as exc:
             # The database went away under code that does not translate store errors itself.
             if status_holder:
                 raise
             status_holder[:] = ["503"]
-            yield from _plain(start_response, "503 Service Unavailable", UNAVAILABLE_MESSAGE, [("Retry-After", "2")])
+            yield from _plain(start_response, "503 Service Unavailable", exc.message,
+                              [("Retry-After", str(exc.retry_after))])
         except Exception:
             # Flask and WsgiDAV answer their own errors; reaching here is a bug of ours. Log it
             # whole, answer a short sentence (never the traceback), or drop the connection if the
@@ -176,8 +177,9 @@ def _outage_as_503(app: WSGIApp) -> WSGIApp:
         replaced: list[bytes] = []
 
         def watching_start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            if status.startswith("500") and outage_met():
-                body = (UNAVAILABLE_MESSAGE + "\n").encode("utf-8")
+            sentence = outage_met()
+            if status.startswith("500") and sentence:
+                body = (sentence + "\n").encode("utf-8")
                 replaced.append(body)
                 return start_response("503 Service Unavailable", [
                     ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),

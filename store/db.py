@@ -126,28 +126,71 @@ def unstorable(exc: BaseException) -> Invalid:
     return Invalid(msg, [msg])
 
 
+# How long a request may wait on PostgreSQL. A lock another session holds (a migration, VACUUM
+# FULL, a long change) is waited for LOCK_TIMEOUT, a statement runs at most STATEMENT_TIMEOUT (the
+# heaviest the store runs, a uniqueness change over a full collection, takes about 2 s), and the
+# client's own WAIT_TIMEOUT covers a server that can end nothing itself (stopped, its disk hung),
+# closing the connection. Without them one stalled server held every worker thread of the gateway
+# until it moved again, and requests that need no database (a stylesheet, the login page) waited
+# behind them. Migrations connect on their own (store/migrations.py) and are not bounded.
+LOCK_TIMEOUT = 5
+STATEMENT_TIMEOUT = 20
+WAIT_TIMEOUT = STATEMENT_TIMEOUT + 5
+
+
 def _configure(conn: psycopg.Connection) -> None:
-    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute(f"SET TIME ZONE 'UTC'; SET lock_timeout = '{LOCK_TIMEOUT}s';"
+                 f" SET statement_timeout = '{STATEMENT_TIMEOUT}s'")
     conn.commit()
 
 
-# Whether the current unit of work (one request in a worker thread) met Unavailable: a front end
-# whose framework turns any exception into a 500 on its own (WsgiDAV's auth and lock callbacks) reads
-# it to answer 503 instead.
-_outage_met: ContextVar[bool] = ContextVar("hostfinder_outage_met", default=False)
+class _BoundedConnection(psycopg.Connection):
+    """A connection whose every wait for the server ends after WAIT_TIMEOUT (psycopg waits for
+    ever by default). A wait cut short leaves the connection mid-statement: it is closed, and the
+    caller sees a lost connection (Unavailable)."""
+
+    def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) < 2:
+            kwargs.setdefault("timeout", WAIT_TIMEOUT)
+        try:
+            return super().wait(gen, *args, **kwargs)
+        except pg_errors._WaitTimeout:
+            self.pgconn.finish()
+            raise psycopg.OperationalError(f"the database did not answer within {WAIT_TIMEOUT} s") from None
 
 
-def outage_met(reset: bool = False) -> bool:
-    """True if ``Unavailable`` was raised in this context since the last reset; ``reset`` clears it."""
+# The sentence of the Unavailable the current unit of work (one request in a worker thread) met,
+# or "": a front end whose framework turns any exception into a 500 on its own (WsgiDAV's auth and
+# lock callbacks) reads it to answer 503 with that sentence instead.
+_outage_met: ContextVar[str] = ContextVar("hostfinder_outage_met", default="")
+
+
+def outage_met(reset: bool = False) -> str:
+    """The sentence of the ``Unavailable`` raised in this context since the last reset, or "";
+    ``reset`` clears it."""
     met = _outage_met.get()
     if reset:
-        _outage_met.set(False)
+        _outage_met.set("")
     return met
 
 
-def _unavailable(cause: BaseException) -> Unavailable:
-    _outage_met.set(True)
-    return Unavailable(UNAVAILABLE_MESSAGE)
+def _unavailable(cause: BaseException, message: str = "") -> Unavailable:
+    exc = Unavailable(message or UNAVAILABLE_MESSAGE)
+    _outage_met.set(exc.message)
+    return exc
+
+
+def _busy(exc: psycopg.OperationalError) -> Unavailable | None:
+    """The 503 of a statement PostgreSQL ended at LOCK_TIMEOUT or STATEMENT_TIMEOUT (the server is
+    up, so it is not marked down); None for any other error."""
+    if isinstance(exc, pg_errors.LockNotAvailable):
+        return _unavailable(exc, f"the store is busy: what this request needs has been held by another change for "
+                                 f"more than {LOCK_TIMEOUT} seconds (maintenance such as a migration can do this); "
+                                 "nothing was changed; try again in a few seconds")
+    if isinstance(exc, pg_errors.QueryCanceled):
+        return _unavailable(exc, f"the store is busy: this request's query ran for more than {STATEMENT_TIMEOUT} "
+                                 "seconds and was stopped; nothing was changed; try again in a few seconds")
+    return None
 
 
 # SQLSTATEs saying the server went away: class 08 (connection exception), and the server shutting
@@ -254,7 +297,7 @@ class Database:
         self._kwargs: dict = {"row_factory": dict_row, "autocommit": True, **liveness(conninfo)}
         self.pool = _MostRecentFirst(
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
-            kwargs=self._kwargs, configure=self._configure,
+            kwargs=self._kwargs, configure=self._configure, connection_class=_BoundedConnection,
             timeout=timeout, reconnect_timeout=2.0, reconnect_failed=lambda pool: self._mark_down(),
             max_idle=60.0,
         )
@@ -280,6 +323,10 @@ class Database:
         try:
             yield conn
         except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
+            busy = _busy(exc) if isinstance(exc, psycopg.OperationalError) else None
+            if busy is not None:
+                log.warning("a statement was ended by PostgreSQL: %s", (exc.diag.message_primary or "").strip())
+                raise busy from exc
             if not lost_connection(exc, conn):
                 raise
             self._mark_down()
@@ -318,7 +365,7 @@ class Database:
             # (another connection would only add to the load).
             raise _unavailable(cause) from cause
         try:
-            conn = psycopg.connect(self.conninfo, **self._kwargs)
+            conn = _BoundedConnection.connect(self.conninfo, **self._kwargs)
             _configure(conn)
         except psycopg.Error as exc:
             self._mark_down()

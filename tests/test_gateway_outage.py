@@ -166,6 +166,44 @@ def test_no_write_is_acknowledged_that_was_not_committed(outage) -> None:
     assert not missing, f"acknowledged but not stored: {missing}"
 
 
+def test_a_lock_held_elsewhere_answers_503_and_frees_the_worker(outage, private_pg) -> None:
+    """A migration, VACUUM FULL or a long change holding a table: requests that need it wait
+    LOCK_TIMEOUT, then answer 503 with a sentence (they used to wait for as long as the lock was
+    held, every worker thread with them), and succeed once it is released."""
+    pg, server, boot = outage
+    auth = (boot["email"], boot["password"])
+    note = f"{server.url}/dav/org/{boot['org_id']}/held.md"
+    assert requests.put(note, data=b"# before\n", auth=auth, timeout=10).status_code == 201
+    holder = psycopg.connect(private_pg[1])
+    try:
+        holder.execute("LOCK TABLE artifacts IN ACCESS EXCLUSIVE MODE")
+        for r in (requests.put(note, data=b"# during\n", auth=auth, timeout=30),
+                  requests.get(f"{server.url}/api/collections", auth=auth, timeout=30)):
+            assert r.status_code == 503 and r.headers.get("Retry-After"), (r.url, r.status_code, r.text[:300])
+            assert "held by another change" in r.text and "nothing was changed" in r.text
+    finally:
+        holder.rollback()
+        holder.close()
+    r = requests.get(note, auth=auth, timeout=10)
+    assert r.status_code == 200 and r.content == b"# before\n"
+    assert requests.put(note, data=b"# after\n", auth=auth, timeout=10).status_code == 204
+
+
+def test_a_server_that_answers_nothing_ends_a_request_at_the_wait_bound(private_pg, monkeypatch) -> None:
+    """A stopped server (SIGSTOP, a hung disk) cannot end a statement itself: the connection's own
+    bound closes it and the request gets Unavailable instead of waiting for ever."""
+    from store import db as store_db
+    pg, url = private_pg
+    monkeypatch.setattr(store_db, "WAIT_TIMEOUT", 1)
+    db = Database(url, min_size=1, max_size=2).open()
+    try:
+        with pytest.raises(Unavailable):
+            with db.connection() as conn:
+                conn.execute("SELECT pg_sleep(30)")   # as long as a stopped server's silence
+    finally:
+        db.close()
+
+
 def test_the_store_raises_unavailable_not_a_driver_error(private_pg) -> None:
     pg, url = private_pg
     db = Database(url, min_size=1, max_size=2).open()
