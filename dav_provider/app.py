@@ -13,7 +13,7 @@ from wsgidav.mw.cors import Cors
 from wsgidav.request_resolver import RequestResolver
 from wsgidav.wsgidav_app import WsgiDAVApp
 
-from dav_provider import MOUNT_PATH, fastget, fastput
+from dav_provider import MOUNT_PATH, fastget, fastput, headers
 from dav_provider.auth import StoreDomainController
 from dav_provider.errors import dav_error, internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
@@ -60,6 +60,9 @@ class FastPaths:
         # The live locks this thread read belong to its previous request: forget them before
         # anything (WsgiDAV's dir browser resolves the path before the provider's handler runs).
         reset_request_cache()
+        # The dates of conditional requests, once for every method and path (the fast paths and
+        # WsgiDAV evaluate them): one WsgiDAV cannot read would otherwise be a 500.
+        headers.normalize_dates(environ)
         if self.enabled:
             fast = (fastput if environ.get("REQUEST_METHOD") == "PUT" else fastget).answer(
                 self.provider, self.door, environ, start_response)

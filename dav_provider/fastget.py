@@ -9,9 +9,10 @@ This path answers only the plain case, with WsgiDAV's own helpers for every deci
 answer is the one WsgiDAV gives (tests/test_dav_fastget.py compares them): a GET or HEAD of an
 existing file, without a query string, Range, an If header or a body, by a Basic login the door
 already verified and that nothing has ended since. If-None-Match and If-Modified-Since are
-evaluated as WsgiDAV does (304 with its headers); any other outcome, and everything else (a new
-login, a wrong one, a throttled one, a folder, a missing file, a lock-null name, a store error)
-returns None, and WsgiDAV answers as before.
+evaluated as WsgiDAV does (304 with its headers; a date is already one it reads, or dropped if it
+was none: dav_provider.headers.normalize_dates, called by app.FastPaths for every request); any
+other outcome, and everything else (a new login, a wrong one, a throttled one, a folder, a
+missing file, a lock-null name, a store error) returns None, and WsgiDAV answers as before.
 """
 from __future__ import annotations
 

@@ -5,13 +5,22 @@ percent-escape in it to U+FFFD (a note named "\ufffd.md"), ignores an If header 
 (so a client's condition silently does not apply), serves the tail of the file for "bytes=5-2" and
 only the first part of a multi-range. Each check here answers what RFC 4918 / RFC 9110 ask for
 instead: 400 with a sentence, or the whole file where a server may ignore Range.
+
+Two more are read here before WsgiDAV reads them its own way: the dates of conditional requests
+(normalize_dates: WsgiDAV's parser fails with a 500 on a date a datetime cannot hold, such as the
+year 99999) and the tags of an If header (resolve_if_tags: WsgiDAV applies a tagged list only when
+its tag is, as text, the resource's path below the mount, where clients send its URL).
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import timezone
+from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
-from urllib.parse import SplitResult, unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, unquote_to_bytes, urljoin, urlsplit
 
+from wsgidav import util
 from wsgidav.dav_error import HTTP_BAD_GATEWAY, HTTP_BAD_REQUEST, HTTP_RANGE_NOT_SATISFIABLE, DAVError
 
 _ENCODED_SLASH = re.compile(r"%2f", re.IGNORECASE)
@@ -83,6 +92,19 @@ def _host(netloc: str, scheme: str) -> str:
     return host.removesuffix(f":{default}") if default else host
 
 
+def _names_this_server(environ: dict[str, Any], parts: SplitResult) -> bool:
+    """Whether a URL's host is the request's (or the proxy's X-Forwarded-Host), written either way;
+    a URL without a host (a path) names this server."""
+    if not parts.netloc:
+        return True
+    scheme = environ.get("wsgi.url_scheme", "http")
+    ours = {_host(environ.get("HTTP_HOST", ""), scheme)}
+    forwarded = environ.get("HTTP_X_FORWARDED_HOST", "").split(",")[0]
+    if forwarded.strip():
+        ours.add(_host(forwarded, environ.get("HTTP_X_FORWARDED_PROTO", scheme).split(",")[0].strip()))
+    return _host(parts.netloc, parts.scheme or scheme) in ours
+
+
 def _check_destination_host(environ: dict[str, Any], parts: SplitResult) -> None:
     """A Destination URL names this server when its host is the request's (or the proxy's
     X-Forwarded-Host) written either way: WsgiDAV compared them as text and answered 502 for a
@@ -90,12 +112,7 @@ def _check_destination_host(environ: dict[str, Any], parts: SplitResult) -> None
     a 502 (RFC 4918 9.8.5), now with a sentence that says what to change."""
     if not parts.netloc:
         return
-    scheme = environ.get("wsgi.url_scheme", "http")
-    ours = {_host(environ.get("HTTP_HOST", ""), scheme)}
-    forwarded = environ.get("HTTP_X_FORWARDED_HOST", "").split(",")[0]
-    if forwarded.strip():
-        ours.add(_host(forwarded, environ.get("HTTP_X_FORWARDED_PROTO", scheme).split(",")[0].strip()))
-    if _host(parts.netloc, parts.scheme or scheme) not in ours:
+    if not _names_this_server(environ, parts):
         raise DAVError(HTTP_BAD_GATEWAY, context_info=(
             f"the Destination names the server {parts.netloc!r}, but this request came to "
             f"{environ.get('HTTP_HOST', '')!r}: files move and copy within one server; send a Destination "
@@ -127,6 +144,143 @@ def check_if(environ: dict[str, Any]) -> None:
         raise bad_request(f"the If header {raw[:200]!r} is malformed; RFC 4918 10.4 expects one or more "
                           'lists in parentheses, such as (<opaquelocktoken:...>) or '
                           '<http://host/dav/path> (["etag"])')
+
+
+# An If header's tags once resolved here (resolve_if_tags runs once per request).
+_IF_TAGS_RESOLVED = "hostfinder.if_tags_resolved"
+
+
+def resolve_if_tags(environ: dict[str, Any], ref_url: Callable[[str], str]) -> None:
+    """Make each tagged list of the If header apply to the resource its tag names (RFC 4918 10.4.2).
+
+    WsgiDAV parses the header into ``environ["wsgidav.conditions.if"]`` (util.parse_if_header_dict,
+    a dict from tag to lists, "*" for untagged ones) and, for each resource it checks, takes the
+    lists whose tag equals that resource's get_ref_url() as text, and succeeds when there are none
+    (util.test_if_header_dict). A ref URL is the resource's quoted path below the mount
+    ("/org/1/a.md"), while clients tag with the URL they use: "/dav/org/1/a.md" or
+    "http://host/dav/org/1/a.md", percent-encoded or not. So a tagged list never applied and a
+    stale write went through. WsgiDAV has no hook for this comparison, so the dict it parsed (and
+    reads from ``environ`` from here on) is re-keyed by hand: a tag naming a resource under the
+    mount on this server becomes ``ref_url(path)`` (the provider gives the ref URL WsgiDAV will
+    compare, for the DAV path the tag names). Any other tag (another server, a URL outside the
+    mount) is kept as the absolute URL it names, which no ref URL equals: its lists keep applying to
+    that other resource alone, as before (and as RFC 4918 asks, never to this request's resource).
+    Lists of one resource under several spellings are merged: either list may hold (10.4.3)."""
+    if "HTTP_IF" not in environ or environ.get(_IF_TAGS_RESOLVED):
+        return
+    util.parse_if_header_dict(environ)
+    environ[_IF_TAGS_RESOLVED] = True
+    parsed = environ.get("wsgidav.conditions.if") or {}
+    keyed: dict[str, list[Any]] = {}
+    for tag, lists in parsed.items():
+        if tag == "*":
+            key = tag
+        else:
+            path = _dav_path(environ, tag)
+            key = _absolute(environ, tag) if path is None else ref_url(path)
+        keyed.setdefault(key, []).extend(lists)
+    environ["wsgidav.conditions.if"] = keyed
+
+
+def _absolute(environ: dict[str, Any], tag: str) -> str:
+    """A tag that names no resource of the mount, as the absolute URL it names (never a path, so
+    never equal to a ref URL)."""
+    base = f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST') or 'localhost'}/"
+    try:
+        return urljoin(base, tag.strip())
+    except ValueError:  # an unreadable authority ("//[x"): no resource of ours either
+        return "unreadable:" + tag.strip()
+
+
+def _dav_path(environ: dict[str, Any], tag: str) -> str | None:
+    """The decoded, normalised DAV path (as WsgiDAV's PATH_INFO: "/org/1/a b.md") that a tag (RFC
+    4918 10.4.2's Simple-ref: an absolute URL or an absolute path) names under the mount of this
+    server, or None for anything else."""
+    try:
+        parts = urlsplit(tag.strip())
+    except ValueError:
+        return None
+    if not parts.path.startswith("/") or not _names_this_server(environ, parts) \
+            or _ENCODED_SLASH.search(parts.path):
+        return None
+    try:
+        decoded = unquote_to_bytes(parts.path).decode("utf-8")
+        path = util.normalize_path(decoded)
+    except (UnicodeDecodeError, DAVError):
+        return None
+    mount = environ.get("SCRIPT_NAME", "").rstrip("/")
+    if mount and path != mount and not path.startswith(mount + "/"):
+        return None
+    return path[len(mount):] or "/"
+
+
+# The conditions whose value is a date (RFC 9110 13.1.3, 13.1.4).
+_DATE_CONDITIONS = ("HTTP_IF_MODIFIED_SINCE", "HTTP_IF_UNMODIFIED_SINCE")
+_ENTITY_TAG = re.compile(r'(?:W/)?"[^"]*"')
+
+
+def http_date(value: str) -> str | None:
+    """A date header's value as an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), or None when it
+    is not a date. Read as email.utils reads dates: the three HTTP-date forms and, as RFC 9110
+    5.6.7 encourages, other RFC 5322 spellings (a numeric zone, honoured); a field out of range
+    (day 32, hour 25, the year 99999) is no date."""
+    try:
+        when = parsedate_to_datetime(value.strip())
+        if when.tzinfo is None:  # asctime-date, or "-0000": both UTC (RFC 9110 5.6.7, RFC 5322 3.3)
+            when = when.replace(tzinfo=timezone.utc)
+        when = when.astimezone(timezone.utc)
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
+    if when.year < 100:
+        # (Only a date of the year 100 east of UTC gets here; email.utils reads a year below 100,
+        # even written with 4 digits, as 19xx or 20xx, so this one could not be passed on as it is.)
+        return None
+    return format_datetime(when, usegmt=True)
+
+
+def normalize_dates(environ: dict[str, Any]) -> None:
+    """If-Modified-Since, If-Unmodified-Since and If-Range as WsgiDAV and the store can read them,
+    for every method, before the fast paths (dav_provider.app.FastPaths).
+
+    WsgiDAV's util.parse_time_string raises ValueError on a date a datetime cannot hold ("Mon, 01
+    Jan 99999 00:00:00 GMT"): a 500 and a traceback for a header a client sent. RFC 9110 13.1.3 and
+    13.1.4: a recipient MUST ignore If-Modified-Since / If-Unmodified-Since whose value is not a
+    valid HTTP-date, so such a header is dropped here. A date is passed on as an IMF-fixdate in
+    GMT, the one form WsgiDAV (which ignored a numeric zone) and the store's commit (which failed,
+    a 500 again, comparing an asctime-date, read without a zone) read alike. If-Range (13.1.5) that is
+    neither a date nor an entity-tag WsgiDAV can compare makes the condition false: the whole
+    file is sent, as if there were no Range."""
+    for key in _DATE_CONDITIONS:
+        value = environ.get(key)
+        if value is None:
+            continue
+        date = http_date(value)
+        if date is None:
+            del environ[key]
+        else:
+            environ[key] = date
+    if_range = environ.get("HTTP_IF_RANGE")
+    if if_range is None:
+        return
+    if _ENTITY_TAG.fullmatch(if_range.strip()):
+        validator = None if _unreadable_by_wsgidav(if_range) else if_range
+    else:
+        validator = http_date(if_range)
+    if validator is None:
+        del environ["HTTP_IF_RANGE"]
+        environ.pop("HTTP_RANGE", None)
+    else:
+        environ["HTTP_IF_RANGE"] = validator
+
+
+def _unreadable_by_wsgidav(value: str) -> bool:
+    """WsgiDAV reads If-Range as a date first, even a quoted entity-tag, and fails on some (an
+    entity-tag it cannot read is none of ours: the condition is false all the same)."""
+    try:
+        util.parse_time_string(value)
+    except Exception:
+        return True
+    return False
 
 
 def drop_overruled_conditions(environ: dict[str, Any]) -> None:

@@ -133,6 +133,7 @@ class HostDAVProvider(DAVProvider):
             self._check_proppatch(environ)
         elif method == "DELETE":
             self._check_unlocked(environ)
+        headers.resolve_if_tags(environ, lambda path: self._if_tag_ref_url(environ, path))
         if method == "PROPFIND" and environ.get("HTTP_DEPTH", "infinity").strip().lower() == "infinity":
             if not isinstance(self.get_resource_inst(environ["PATH_INFO"], environ), FolderResource):
                 # A file's depth is 0 whatever is asked (RFC 4918 9.1 allows refusing infinity on
@@ -233,6 +234,32 @@ class HostDAVProvider(DAVProvider):
         self.lock_manager.check_write_permission(url=res.get_ref_url(), depth="infinity",
                                                  token_list=environ["wsgidav.ifLockTokenList"],
                                                  principal=environ.get("wsgidav.user_name"))
+
+    def _if_tag_ref_url(self, environ: dict[str, Any], path: str) -> str:
+        """The ref URL WsgiDAV compares an If header's tag with (headers.resolve_if_tags), for the
+        DAV path the tag names. When that is the request's resource, or a COPY's or MOVE's
+        destination, it is that resource's own get_ref_url(), whichever Unicode form the tag spells
+        the name in (Finder's NFD) and with or without a folder's trailing slash; otherwise the
+        path quoted as get_ref_url() quotes it."""
+        name = nfc(path).strip("/")
+        targets = [environ.get("PATH_INFO", "/")]
+        if environ.get("REQUEST_METHOD") in ("COPY", "MOVE") and environ.get("HTTP_DESTINATION"):
+            # As WsgiDAV's _copy_or_move reads it (headers.check_destination left only the path).
+            mount = environ.get("SCRIPT_NAME", "").rstrip("/")
+            try:
+                targets.append(wsgidav_util.normalize_path(
+                    unquote(urlsplit(environ["HTTP_DESTINATION"].strip()).path))[len(mount):] or "/")
+            except (DAVError, ValueError):
+                pass
+        for target in targets:
+            if nfc(target).strip("/") == name:
+                try:
+                    res = self.get_resource_inst(target, environ)
+                except DAVError:
+                    res = None   # (WsgiDAV, resolving it next, answers that error)
+                if res is not None:
+                    return res.get_ref_url()
+        return quote(path)
 
     def _check_proppatch(self, environ: dict[str, Any]) -> None:
         """Refuse a PROPPATCH as a whole (403 and the sentence) where properties cannot go, rather
