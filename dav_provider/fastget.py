@@ -27,6 +27,7 @@ from wsgidav.dav_error import HTTP_NOT_MODIFIED, DAVError
 from dav_provider import headers
 from dav_provider.resources import FileResource
 from store.access import PRINCIPAL_KEY, Door
+from store.errors import Unavailable
 
 # Anything here in the request: WsgiDAV's path decides (ranges, lock tokens, preconditions that
 # can fail with 412, a body a GET must not have).
@@ -49,7 +50,8 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
         return None
     try:
         res = provider.get_resource_inst(path, environ)
-    except Exception:  # a store error: WsgiDAV's path answers it with its sentence
+    except Exception as exc:  # a store error: WsgiDAV's path answers it with its sentence,
+        _raise_if_unavailable(exc)  # unless the database is away or busy (asked again, it waits again)
         return None
     if not isinstance(res, FileResource) or res.node is None:
         return None
@@ -73,7 +75,8 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
     try:
         # The bytes stat() just fetched with the node (HostTree keeps them for this read).
         content = b"" if method == "HEAD" else provider.tree(environ).read(path)
-    except Exception:
+    except Exception as exc:
+        _raise_if_unavailable(exc)
         return None
     response = [("Content-Length", str(node.size if method == "HEAD" else len(content))),
                 ("Last-Modified", util.get_rfc1123_time(last_modified if last_modified is not None else -1)),
@@ -83,6 +86,14 @@ def answer(provider: Any, door: Door, environ: dict[str, Any],
                 ("Accept-Ranges", "bytes")]
     start_response("200 OK", response)
     return [content]
+
+
+def _raise_if_unavailable(exc: BaseException) -> None:
+    """Raise the store's Unavailable behind ``exc`` (itself, or the cause of the DAVError the
+    provider made of it): the gateway answers it 503 with its sentence."""
+    cause = exc if isinstance(exc, Unavailable) else exc.__cause__
+    if isinstance(cause, Unavailable):
+        raise cause from None
 
 
 def admit(provider: Any, door: Door, environ: dict[str, Any]) -> str | None:

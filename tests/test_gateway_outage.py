@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from gateway.postgres import EmbeddedPostgres
 from store import admin, migrations
-from store.db import Database
+from store.db import LOCK_TIMEOUT, Database
 from store.errors import Unavailable
 from tests.conftest import RunningServer, _test_bindir, memory_dir, running_gateway
 from tests.web_browser import csrf_of, web_login
@@ -181,6 +181,11 @@ def test_a_lock_held_elsewhere_answers_503_and_frees_the_worker(outage, private_
                   requests.get(f"{server.url}/api/collections", auth=auth, timeout=30)):
             assert r.status_code == 503 and r.headers.get("Retry-After"), (r.url, r.status_code, r.text[:300])
             assert "held by another change" in r.text and "nothing was changed" in r.text
+        # A GET waits for the lock once: its fast path does not hand the request to WsgiDAV's
+        # path to wait a second time.
+        r, seconds = timed(requests.get, note, auth=auth)
+        assert r.status_code == 503 and "held by another change" in r.text
+        assert seconds < 2 * LOCK_TIMEOUT, seconds
     finally:
         holder.rollback()
         holder.close()
