@@ -188,8 +188,6 @@ COLUMNS = [{"name": n, "type": "text", "description": n} for n in
             "amount_in_euros", "signed_up_at")]
 
 
-@pytest.mark.xfail(strict=True, reason="needs each column name marked in web/templates/databases/index.html "
-                                       "(<span class=\"colname\">…,</span>), which app.css keeps whole")
 def test_column_names_in_the_list_of_tables_break_between_names(phone: Browser, db, boot, server) -> None:
     """On a phone the list of tables showed "closed_" at a line's end and "at" on the next: a name
     that fits the Columns column moves to the next line whole; only a longer one breaks."""

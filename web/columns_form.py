@@ -2,12 +2,18 @@
 values one per line, required, unique, remove), plus blank rows to add. Rows carry the column's current name in
 a hidden ``from`` input, so a changed name goes to the store as ``rename_from`` and the records
 keep their values. Every rule is the store's (store.columns); its sentences are shown as they are.
+
+Each row also carries the definition it was loaded with (hidden ``was`` and ``values-was``), so
+that when someone else changed the columns meanwhile (the store refuses the save: the etag moved)
+``merge`` can tell what this person changed from what the other did, and show the table as it is
+now with this person's change applied on top, instead of a save that would undo the other's.
 """
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from werkzeug.datastructures import MultiDict
@@ -18,18 +24,25 @@ BLANK_ROWS = 3
 _ROW = re.compile(r"col-([0-9]{1,3})-name\Z")
 
 
+FLAGS = ("type", "description", "required", "unique")   # what ``was`` holds besides the name and values
+
+
+def row_of(column: Mapping[str, Any]) -> dict[str, Any]:
+    """The editor row of a current column, carrying that column's definition as loaded."""
+    return {"name": column["name"], "type": column["type"], "description": column.get("description", ""),
+            "values": "\n".join(column.get("values") or []), "values_was": json.dumps(column.get("values") or []),
+            "required": bool(column.get("required")), "unique": bool(column.get("unique")), "from": column["name"],
+            "remove": False, "was": json.dumps({k: definition(column)[k] for k in FLAGS})}
+
+
 def rows_of(columns: Sequence[Mapping[str, Any]], *, blank: int = BLANK_ROWS) -> list[dict[str, Any]]:
     """Editor rows for the current columns, then ``blank`` empty rows to add columns."""
-    rows = [{"name": c["name"], "type": c["type"], "description": c.get("description", ""),
-             "values": "\n".join(c.get("values") or []), "values_was": json.dumps(c.get("values") or []),
-             "required": bool(c.get("required")), "unique": bool(c.get("unique")), "from": c["name"],
-             "remove": False} for c in columns]
-    return rows + [blank_row() for _ in range(blank)]
+    return [row_of(c) for c in columns] + [blank_row() for _ in range(blank)]
 
 
 def blank_row() -> dict[str, Any]:
     return {"name": "", "type": "text", "description": "", "values": "", "values_was": "", "required": False,
-            "unique": False, "from": "", "remove": False}
+            "unique": False, "from": "", "remove": False, "was": ""}
 
 
 def parse(form: MultiDict) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -40,7 +53,8 @@ def parse(form: MultiDict) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         get = lambda f, i=i: form.get(f"col-{i}-{f}", "")  # noqa: E731
         rows.append({"name": get("name").strip(), "type": get("type"), "description": get("description").strip(),
                      "values": get("values"), "values_was": get("values-was"), "required": bool(get("required")),
-                     "unique": bool(get("unique")), "from": get("from"), "remove": bool(get("remove"))})
+                     "unique": bool(get("unique")), "from": get("from"), "remove": bool(get("remove")),
+                     "was": get("was")})
     columns: list[dict[str, Any]] = []
     for row in rows:
         if row["remove"]:
@@ -75,3 +89,130 @@ def listed_values(text: str, was: str) -> list[str]:
 
 def types() -> tuple[str, ...]:
     return TYPES
+
+
+# --- a save refused because someone else changed the columns meanwhile -----------------------------
+
+def definition(column: Mapping[str, Any]) -> dict[str, Any]:
+    """A column as compared here: name, type, description, listed values, required, unique."""
+    return {"name": column.get("name", ""), "type": column.get("type", "text"),
+            "description": column.get("description", "") or "", "values": list(column.get("values") or []),
+            "required": bool(column.get("required")), "unique": bool(column.get("unique"))}
+
+
+def typed_definition(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as typed, as a definition."""
+    return definition({**row, "values": listed_values(row["values"], row["values_was"])})
+
+
+def loaded_definition(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The definition a row was loaded with (None for a new row). A form without ``was`` (sent
+    before rows carried it) counts as typed where it does not say, so nothing reads as changed."""
+    if not row["from"]:
+        return None
+    typed = typed_definition(row)
+    try:
+        was = json.loads(row["was"]) if row["was"] else {}
+        values = json.loads(row["values_was"]) if row["values_was"] else typed["values"]
+    except ValueError:
+        was, values = {}, typed["values"]
+    was = was if isinstance(was, dict) else {}
+    return definition({**typed, **{k: was[k] for k in FLAGS if k in was}, "name": row["from"],
+                       "values": values if isinstance(values, list) else typed["values"]})
+
+
+def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What differs between two definitions of one column, in words."""
+    out = []
+    if after["name"] != before["name"]:
+        out.append(f"renamed to {after['name']}")
+    if after["type"] != before["type"]:
+        out.append(f"type {before['type']} became {after['type']}")
+    if after["description"] != before["description"]:
+        out.append(f"description now \u201c{after['description']}\u201d")
+    if after["values"] != before["values"]:
+        out.append(f"listed values now {', '.join(after['values'])}" if after["values"] else "no listed values")
+    if after["required"] != before["required"]:
+        out.append("now required" if after["required"] else "no longer required")
+    if after["unique"] != before["unique"]:
+        out.append("now unique" if after["unique"] else "no longer unique")
+    return out
+
+
+@dataclass
+class Merge:
+    """The columns as they are now with one person's change on top, and what each side changed."""
+    rows: list[dict[str, Any]]
+    theirs: list[str] = field(default_factory=list)   # what the other change did, in words
+    mine: list[str] = field(default_factory=list)     # what this person's form changes, in words
+    both: list[str] = field(default_factory=list)     # where both changed the same thing (theirs gave way)
+    lost: list[str] = field(default_factory=list)     # changes to columns that are no longer there
+
+
+_LABELS = {"name": "name", "type": "type", "description": "description", "values": "listed values",
+           "required": "required flag", "unique": "unique flag"}
+
+
+def _said(value: Any) -> str:
+    """A definition's value in a sentence."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return ", ".join(value) or "none" if isinstance(value, list) else str(value)
+
+
+def _merged_row(column: Mapping[str, Any], row: Mapping[str, Any], loaded: Mapping[str, Any],
+                both: list[str]) -> dict[str, Any]:
+    """The current ``column`` with what ``row`` changed from ``loaded`` applied (the rest as the
+    column is now), carrying the current definition as loaded, so the next save is a change of it."""
+    now, typed = definition(column), typed_definition(row)
+    merged = row_of(column)
+    for key, label in _LABELS.items():
+        if typed[key] == loaded[key]:
+            continue  # not this person's change: the column as it is now
+        if now[key] not in (loaded[key], typed[key]):
+            both.append(f"the {label} of {column['name']} (theirs: {_said(now[key])}; yours: {_said(typed[key])})")
+        if key == "values":
+            merged["values"] = row["values"]
+        else:
+            merged[key] = typed[key]
+    merged["remove"] = bool(row["remove"])
+    return merged
+
+
+def merge(rows: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]) -> Merge:
+    """``rows`` as typed on a page loaded before someone else changed the columns to ``current``:
+    the editor rows of ``current`` with this person's changes applied (a column they did not touch
+    is as it is now; a column they added comes after), and both changes in words. Where both
+    changed the same thing, this person's value is in the editor and ``both`` says so."""
+    now = {c["name"]: c for c in current}
+    loaded = {row["from"]: (row, loaded_definition(row)) for row in rows if row["from"]}
+    out = Merge(rows=[])
+    for name, (row, was) in loaded.items():
+        if name not in now:
+            out.theirs.append(f"removed the column {name} (or renamed it)")
+            if row["remove"] or changes(was, typed_definition(row)):
+                out.lost.append(name)
+        elif said := changes(was, definition(now[name])):
+            out.theirs.append(f"changed the column {name}: {', '.join(said)}")
+    for c in current:
+        if c["name"] not in loaded:
+            out.theirs.append(f"added the column {c['name']} ({c['type']})")
+    for c in current:
+        if c["name"] not in loaded:
+            out.rows.append(row_of(c))
+            continue
+        row, was = loaded[c["name"]]
+        if row["remove"]:
+            out.mine.append(f"remove the column {c['name']}")
+        elif said := changes(was, typed_definition(row)):
+            out.mine.append(f"change the column {c['name']}: {', '.join(said)}")
+        out.rows.append(_merged_row(c, row, was, out.both))
+    for row in rows:
+        if row["from"] or row["remove"] or not (row["name"] or row["description"] or row["values"].strip()):
+            continue  # a column of the loaded page (above), or an untouched blank row
+        if row["name"] in now and row["name"] not in loaded:
+            out.both.append(f"a new column named {row['name']} (theirs is kept: change it if yours differs)")
+            continue
+        out.mine.append(f"add the column {row['name'] or '(no name yet)'} ({row['type']})")
+        out.rows.append(dict(row))
+    return out

@@ -8,15 +8,18 @@ bookmarked and the back button works; the same query goes to the store as the re
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from store import collections as colls
-from store import member_records, orgs, records
+from store import files, member_records, orgs, records
 from store.collections import collection_for_member
 from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, StoreError, TooLarge
+from store.paths import COLLECTION_NAME, collection_path, record_path
 from store.values import shown
 from web import columns_form, export, live, record_form
 from web.errors import status_of
@@ -57,10 +60,12 @@ def index() -> ResponseReturnValue:
                            total=len(tables), done=DONE.get(request.args.get("done", "")))
 
 
-def _owner_choices() -> list[tuple[str, str]]:
-    with db().connection() as conn:
-        guilds = orgs.directory(conn, principal(), session().org_id)["guilds"]
-    return [("", "The organisation")] + [(str(g["id"]), f"Guild: {g['name']}") for g in guilds]
+def _owner_choices(directory: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The owner select's choices, from ``directory`` when the caller has read it already."""
+    if directory is None:
+        with db().connection() as conn:
+            directory = orgs.directory(conn, principal(), session().org_id)
+    return [("", "The organisation")] + [(str(g["id"]), f"Guild: {g['name']}") for g in directory["guilds"]]
 
 
 def _guild_id(raw: str) -> Any:
@@ -209,12 +214,15 @@ def table(collection_id: int) -> ResponseReturnValue:
         count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering or error else out["total"]
     total = out["total"]
     pages = max(1, -(-total // PER_PAGE))
+    # Each record link carries this view, so the record's "Back to" returns to it.
+    view_q = _view_q(view_of(request.args.to_dict(flat=True)))
     html = render_template(
         "databases/table.html", nav="databases", c=c, columns=c.columns, state=state, rows=out["records"],
         total=total, count=count, pages=pages, error=error, problems=problems,
         past_the_end=not error and total > 0 and state["page"] > pages,
         per_page=PER_PAGE, url_with=_url_with, done=DONE.get(request.args.get("done", "")),
-        filtering=filtering, reask_ms=int(live.REASK_SECONDS * 1000))
+        filtering=filtering, reask_ms=int(live.REASK_SECONDS * 1000), view_q=view_q,
+        record_suffix="?" + urlencode({"view": view_q}) if view_q else "")
     return html, status
 
 
@@ -319,24 +327,83 @@ def confirm_delete(collection_id: int) -> ResponseReturnValue:
 @bp.post("/databases/<int:collection_id>/delete")
 @login_required
 def delete_table(collection_id: int) -> ResponseReturnValue:
-    colls.delete_collection(db(), principal(), collection_id)
+    try:
+        colls.delete_collection(db(), principal(), collection_id)
+    except NotFound:
+        return _table_gone()
     return redirect(url_for("databases.index", done="table-deleted"))
+
+
+def _table_gone() -> ResponseReturnValue:
+    """A delete confirmed after the table went (another tab, someone else): nothing to do, and
+    nothing typed to keep. Who deleted it and when, from the provenance of the name the
+    confirmation carried, when that path's latest change is a deletion."""
+    name = request.form.get("name", "").strip()
+    deletion = None
+    if COLLECTION_NAME.fullmatch(name):
+        with db().connection() as conn:
+            deletion = _deletion(conn, collection_path(session().org_id, name))
+    return render_template("databases/gone.html", nav="databases", name=name if deletion else None,
+                           deletion=deletion), 404
 
 
 # --- a record -------------------------------------------------------------------------------------
 
+# The table view a record page was opened from travels with it as one parameter, ``view`` (the
+# table page's own query string: search, filters, sort, page), so that "Back to" the table after a
+# save or a delete lands on the view the person left, not on the unfiltered first page.
+VIEW_KEYS = ("q", "sort", "dir", "page")
+
+
+def view_of(args: Mapping[str, str]) -> dict[str, str]:
+    """The table view's parameters among ``args`` (the rest, such as done or hbefore, left out)."""
+    return {k: v for k, v in args.items() if (k in VIEW_KEYS or k.startswith("f.")) and v.strip()}
+
+
+def _view() -> dict[str, str]:
+    """The table view this record page came from (its ``view`` parameter), as the table page's
+    parameters; empty for the table's plain first page."""
+    raw = request.args.get("view", "")
+    return view_of(dict(parse_qsl(raw))) if raw else {}
+
+
+def _view_q(view: Mapping[str, str] | None = None) -> str | None:
+    """``view`` (by default, the one this page came from) as the ``view`` parameter of a record
+    page's links, or None when there is none (url_for then leaves it out)."""
+    view = _view() if view is None else view
+    return urlencode(view) if view else None
+
+
+class _Gone(Exception):
+    """The record the form edits was deleted since it was opened."""
+
+
+def _deletion(conn: Any, display_path: str) -> dict[str, Any] | None:
+    """The recorded deletion of what lived at ``display_path`` (who, when), from the same
+    provenance as /api/file-changes; None when its latest change is no deletion (or it has none:
+    nothing ever lived there)."""
+    latest = files.latest(conn, principal().org_ids, [display_path]).get(display_path)
+    return latest if latest and latest.get("operation") == "delete" else None
+
+
 def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *, status: int = 200,
                  by_field: dict[str, list[str]] | None = None, error: str | None = None,
                  general: list[str] | None = None, stale: dict[str, Any] | None = None,
-                 provenance: dict[str, Any] | None = None) -> ResponseReturnValue:
+                 provenance: dict[str, Any] | None = None, gone: dict[str, Any] | None = None,
+                 clear: frozenset[str] | set[str] = frozenset()) -> ResponseReturnValue:
+    """The record's form. ``gone``: the record was deleted (``id``, ``deletion``, ``typed``: the
+    form shows what was typed into it): the form adds its values as a new record."""
+    # The values the form shows the record with (its version's), beside the inputs: a save
+    # sends only what the person changed from them, and a stale save lists only those.
+    originals = record_form.texts_of(c.columns, record) if record else {}
+    view = _view()
     return render_template(
         "databases/record.html", nav="databases", c=c, record=record,
-        fields=record_form.fields(c.columns, texts, by_field), type_labels=record_form.TYPE_LABELS,
-        # The values the form shows the record with (its version's), beside the inputs: a save
-        # sends only what the person changed from them, and a stale save lists only those.
-        originals=record_form.texts_of(c.columns, record) if record else {},
-        error=error, general=general or [], stale=stale, provenance=provenance,
-        misfits=records.misfits(c, record) if record else [],
+        fields=record_form.fields(c.columns, texts, by_field, originals=originals, clear=clear),
+        type_labels=record_form.TYPE_LABELS, originals=originals,
+        has_datetime=any(col["type"] == "datetime" for col in c.columns),
+        error=error, general=general or [], stale=stale, provenance=provenance, gone=gone,
+        misfits=records.misfits(c, record) if record else [], view=view, view_q=_view_q(view),
         done=DONE.get(request.args.get("done", ""))), status
 
 
@@ -355,11 +422,21 @@ def add_record(collection_id: int) -> ResponseReturnValue:
         with db().transaction() as conn:
             c = collection_for_member(conn, principal(), collection_id, lock=True)
             typed = record_form.typed_of(c.columns, request.form)
-            result = records.record_add(conn, c, record_form.body_for_create(c.columns, typed), principal().actor)
+            body = record_form.body_for_create(c.columns, typed)
+            if unsent := record_form.unsent_datetimes(c.columns, request.form):
+                raise record_form.unsent_refusal(c.columns, unsent, body, patch=False)
+            result = records.record_add(conn, c, body, principal().actor)
     except (Invalid, Conflict, TooLarge, LimitReached) as exc:
         return _refused(collection_id, None, exc)
     done = "merged" if result.merged is not None else "added"
-    return redirect(url_for("databases.record", collection_id=collection_id, record_id=result.record["id"], done=done))
+    return redirect(url_for("databases.record", collection_id=collection_id, record_id=result.record["id"],
+                            done=done, view=_view_q()))
+
+
+def _cleared(columns: list[dict[str, Any]]) -> set[str]:
+    """The dates and times whose Clear box the sent form ticked (shown ticked again)."""
+    return {col["name"] for col in columns
+            if col["type"] == "datetime" and record_form.cleared(request.form, col["name"])}
 
 
 def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError) -> ResponseReturnValue:
@@ -373,8 +450,9 @@ def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError)
     placed = sum(len(v) for v in by_field.values())
     headline = (f"Not saved: {placed} problem{'' if placed == 1 else 's'} with the values, each shown beside"
                 " its field." if placed else "Not saved.")
-    return _record_page(c, record, record_form.typed_of(c.columns, request.form), status=status_of(exc),
-                        by_field=by_field, general=general, error=headline, provenance=provenance)
+    return _record_page(c, record, record_form.kept_texts(c.columns, request.form), status=status_of(exc),
+                        by_field=by_field, general=general, error=headline, provenance=provenance,
+                        clear=_cleared(c.columns))
 
 
 @bp.get("/databases/<int:collection_id>/records/<int:record_id>")
@@ -382,7 +460,16 @@ def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError)
 def record(collection_id: int, record_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
-        rec = records.get_record(conn, c, record_id)
+        try:
+            rec = records.get_record(conn, c, record_id)
+        except NotFound:
+            deletion = _deletion(conn, record_path(c.org_id, c.name, record_id))
+            if deletion is None:
+                raise
+            # A deleted record's address (a bookmark, a draft's way back): what happened, and its
+            # form as a new record, so that a draft kept in this tab can still be added.
+            return _record_page(c, None, record_form.texts_of(c.columns, None), status=404,
+                                gone={"id": record_id, "deletion": deletion, "typed": False})
         provenance = provenance_strip(conn, rec["display_path"])
     return _record_page(c, rec, record_form.texts_of(c.columns, rec), provenance=provenance)
 
@@ -400,7 +487,10 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
     try:
         with db().transaction() as conn:
             c = collection_for_member(conn, principal(), collection_id, lock=True)
-            current = records.get_record(conn, c, record_id)
+            try:
+                current = records.get_record(conn, c, record_id)
+            except NotFound:
+                raise _Gone() from None
             # The collection's row lock serialises writers, so nothing can slip in between this
             # check and the update.
             if opened != str(current["version"]):
@@ -409,27 +499,50 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
             # A patch of the fields changed from what the form showed (record_update merges it).
             patch = record_form.patch_for_update(c.columns, typed, current, records.misfits(c, current),
                                                  shown=record_form.originals_of(c.columns, request.form))
+            if unsent := record_form.unsent_datetimes(c.columns, request.form):
+                raise record_form.unsent_refusal(c.columns, unsent, patch, patch=True)
             if not patch:
                 return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id,
-                                        done="unchanged"))
+                                        done="unchanged", view=_view_q()))
             records.record_update(conn, c, record_id, patch, principal().actor)
+    except _Gone:
+        return _deleted_meanwhile(collection_id, record_id)
     except _Stale as stale:
-        with db().connection() as conn:
-            c = collection_for_member(conn, principal(), collection_id)
-            provenance = provenance_strip(conn, stale.current["display_path"])
-        typed = record_form.typed_of(c.columns, request.form)
-        # Only what the person changed from the version they opened: the rest of the form held
-        # that version's values, and typing them again would undo the other writer's change.
-        base = record_form.originals_of(c.columns, request.form)
-        mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
-                if (record_form.differs(col, typed[col["name"]], base[col["name"]]) if base is not None
-                    else record_form.changed(col, typed[col["name"]], stale.current.get(col["name"])))]
-        return _record_page(c, stale.current, record_form.texts_of(c.columns, stale.current), status=409,
-                            stale={"opened": opened, "mine": mine, "latest": provenance["latest"]},
-                            provenance=provenance)
+        return _stale_page(collection_id, opened, stale.current)
     except (Invalid, Conflict, TooLarge, LimitReached) as exc:
         return _refused(collection_id, current, exc)
-    return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id, done="saved"))
+    return redirect(url_for("databases.record", collection_id=collection_id, record_id=record_id, done="saved",
+                            view=_view_q()))
+
+
+def _deleted_meanwhile(collection_id: int, record_id: int) -> ResponseReturnValue:
+    """A save of a record deleted since its form was opened: nothing written; the form again with
+    everything typed, saying who deleted it and when, offering to add the values as a new record."""
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        deletion = _deletion(conn, record_path(c.org_id, c.name, record_id))
+    return _record_page(c, None, record_form.kept_texts(c.columns, request.form), status=409,
+                        gone={"id": record_id, "deletion": deletion, "typed": True}, clear=_cleared(c.columns))
+
+
+def _stale_page(collection_id: int, opened: str, current: dict[str, Any]) -> ResponseReturnValue:
+    """A save over a newer version: the newer values, and what the person had changed."""
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        provenance = provenance_strip(conn, current["display_path"])
+    typed = record_form.typed_of(c.columns, request.form)
+    # Only what the person changed from the version they opened: the rest of the form held
+    # that version's values, and typing them again would undo the other writer's change. A date
+    # and time that did not arrive (partly filled) is no change.
+    base = record_form.originals_of(c.columns, request.form)
+    unsent = record_form.unsent_datetimes(c.columns, request.form)
+    mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
+            if col["name"] not in unsent and (
+                record_form.differs(col, typed[col["name"]], base[col["name"]]) if base is not None
+                else record_form.changed(col, typed[col["name"]], current.get(col["name"])))]
+    return _record_page(c, current, record_form.texts_of(c.columns, current), status=409,
+                        stale={"opened": opened, "mine": mine, "latest": provenance["latest"]},
+                        provenance=provenance)
 
 
 @bp.get("/databases/<int:collection_id>/records/<int:record_id>/delete")
@@ -438,7 +551,9 @@ def confirm_delete_record(collection_id: int, record_id: int) -> ResponseReturnV
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
         rec = records.get_record(conn, c, record_id)
-    return render_template("databases/confirm.html", nav="databases", c=c, action="delete-record", record=rec)
+    view = _view()
+    return render_template("databases/confirm.html", nav="databases", c=c, action="delete-record", record=rec,
+                           view=view, view_q=_view_q(view))
 
 
 @bp.post("/databases/<int:collection_id>/records/<int:record_id>/delete")
@@ -447,13 +562,40 @@ def delete_record(collection_id: int, record_id: int) -> ResponseReturnValue:
     with db().transaction() as conn:
         c = collection_for_member(conn, principal(), collection_id, lock=True)
         records.record_remove(conn, c, record_id, principal().actor)
-    return redirect(url_for("databases.table", collection_id=collection_id, done="deleted"))
+    return redirect(url_for("databases.table", collection_id=collection_id, done="deleted", **_view()))
 
 
 # --- the columns editor ---------------------------------------------------------------------------
 
+SETTINGS = ("name", "purpose", "owner")
+
+
 def _settings_form(c: Any) -> dict[str, str]:
     return {"name": c.name, "purpose": c.purpose, "owner": "" if c.guild_id is None else str(c.guild_id)}
+
+
+def _grant_labels(reach: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The table's grant rows by name (a guild's base on its own table is no row): what moving
+    the table to a guild drops."""
+    return ([f"guild {g['name']} ({g['mode']})" for g in reach["guilds"] if not g["own"]]
+            + [f"agent {a['name']} ({a['mode']})" for a in reach["agents"]])
+
+
+def _columns_page(c: Any, *, form: dict[str, str], rows: list[dict[str, Any]], etag: str, status: int = 200,
+                  error: str | None = None, problems: list[str] | None = None,
+                  conflict: dict[str, Any] | None = None) -> ResponseReturnValue:
+    """The Columns tab: the settings and the columns editor (``form`` and ``rows`` as typed, or as
+    stored), what a change of owner does to the grants it has now, and after a move what it did."""
+    with db().connection() as conn:
+        reach = colls.access_list(conn, c)
+        directory = orgs.directory(conn, principal(), c.org_id)
+    guild_names = {g["id"]: g["name"] for g in directory["guilds"]}
+    return render_template(
+        "databases/columns.html", nav="databases", c=c, form=form, was=_settings_form(c), rows=rows,
+        owners=_owner_choices(directory), types=columns_form.types(), etag=etag, error=error, problems=problems or [],
+        conflict=conflict, grants=_grant_labels(reach), owner_name=guild_names.get(c.guild_id, ""),
+        moved=_moved_sentence(c, reach, directory) if request.method == "GET" else None,
+        done=DONE.get(request.args.get("done", ""))), status
 
 
 @bp.get("/databases/<int:collection_id>/columns")
@@ -461,9 +603,8 @@ def _settings_form(c: Any) -> dict[str, str]:
 def columns(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
-    return render_template("databases/columns.html", nav="databases", c=c, form=_settings_form(c),
-                           rows=columns_form.rows_of(c.columns), owners=_owner_choices(), types=columns_form.types(),
-                           etag=colls.collection_etag(c), done=DONE.get(request.args.get("done", "")))
+    return _columns_page(c, form=_settings_form(c), rows=columns_form.rows_of(c.columns),
+                         etag=colls.collection_etag(c))
 
 
 @bp.post("/databases/<int:collection_id>/columns")
@@ -471,7 +612,8 @@ def columns(collection_id: int) -> ResponseReturnValue:
 def save_columns(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         c = collection_for_member(conn, principal(), collection_id)
-    form = {k: request.form.get(k, "") for k in ("name", "purpose", "owner")}
+        before = colls.access_list(conn, c)
+    form = {k: request.form.get(k, "") for k in SETTINGS}
     new_columns, rows = columns_form.parse(request.form)
     body: dict[str, Any] = {"columns": new_columns}
     if form["name"].strip() != c.name:
@@ -481,17 +623,130 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
     if _guild_id(form["owner"]) != c.guild_id:
         body["guild_id"] = _guild_id(form["owner"])
     try:
-        colls.alter_collection(db(), principal(), collection_id, body, if_match=request.form.get("etag") or None)
-    except (Invalid, Conflict, StoreError) as exc:
+        changed = colls.alter_collection(db(), principal(), collection_id, body,
+                                         if_match=request.form.get("etag") or None)
+    except PreconditionFailed:
+        return _columns_conflict(collection_id, form, rows)
+    except StoreError as exc:
         if isinstance(exc, NotFound):
             raise
         with db().connection() as conn:
             c = collection_for_member(conn, principal(), collection_id)
-        return render_template("databases/columns.html", nav="databases", c=c, form=form,
-                               rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
-                               types=columns_form.types(), etag=request.form.get("etag", ""),
-                               error=exc.head, problems=exc.problems), status_of(exc)
-    return redirect(url_for("databases.columns", collection_id=collection_id, done="columns"))
+        return _columns_page(c, form=form, rows=rows + [columns_form.blank_row()],
+                             etag=request.form.get("etag", ""), error=exc.head, problems=exc.problems,
+                             status=status_of(exc))
+    if "guild_id" not in body:
+        return redirect(url_for("databases.columns", collection_id=collection_id, done="columns"))
+    with db().connection() as conn:
+        after = colls.access_list(conn, changed)
+    return redirect(url_for("databases.columns", collection_id=collection_id, done="columns",
+                            moved_from=c.guild_id or "org", dropped=_dropped(before, after) or None))
+
+
+# --- a move's grants, said after the save -----------------------------------------------------------
+
+def _dropped(before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]) -> str:
+    """The grant rows a move removed, as the Columns page's ``dropped`` parameter: g<guild id>.<mode>
+    and a<agent id>.<mode>, comma-separated (names are looked up when the page is shown)."""
+    guilds_now = {g["guild_id"] for g in after["guilds"] if not g["own"]}
+    agents_now = {a["agent_id"] for a in after["agents"]}
+    guilds = [f"g{g['guild_id']}.{g['mode']}" for g in before["guilds"]
+              if not g["own"] and g["guild_id"] not in guilds_now]
+    agents = [f"a{a['agent_id']}.{a['mode']}" for a in before["agents"] if a["agent_id"] not in agents_now]
+    return ",".join(guilds + agents)
+
+
+def _dropped_labels(raw: str, reach: dict[str, list[dict[str, Any]]], directory: dict[str, Any]) -> list[str]:
+    """The grants ``dropped`` names, by name: only those whose guild or agent holds no grant on the
+    table now, so an edited address cannot claim that a grant in force was dropped."""
+    names = {"g": {g["id"]: g["name"] for g in directory["guilds"]},
+             "a": {a["id"]: a["name"] for a in directory["agents"]}}
+    holding = {"g": {g["guild_id"] for g in reach["guilds"]}, "a": {a["agent_id"] for a in reach["agents"]}}
+    out = []
+    for item in raw.split(","):
+        kind = item.strip()[:1]
+        subject, _, mode = item.strip()[1:].partition(".")
+        if kind not in names or not (subject.isascii() and subject.isdigit()) or mode not in colls.AGENT_MODES:
+            continue
+        sid = int(subject)
+        if sid in names[kind] and sid not in holding[kind]:
+            out.append(f"{'guild' if kind == 'g' else 'agent'} {names[kind][sid]} ({mode})")
+    return out
+
+
+def _moved_sentence(c: Any, reach: dict[str, list[dict[str, Any]]], directory: dict[str, Any]) -> str | None:
+    """After a change of owner (``moved_from``: the former owner's guild id, or org): where the
+    table went and what that did to who reaches it, by name."""
+    raw = request.args.get("moved_from", "")
+    if not raw or request.args.get("done") != "columns":
+        return None
+    guilds = {g["id"]: g["name"] for g in directory["guilds"]}
+    old = None if raw == "org" else int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 19 else -1
+    if old == c.guild_id or old == -1 or (old is not None and old not in guilds):
+        return None  # an address that does not describe this table's last move
+    if c.guild_id is None:
+        return (f"The table moved to the organisation: guild {guilds[old]} keeps its reach as a write grant, and"
+                " any agent's own row stays. Share it with other guilds on the Access tab.")
+    lost = _dropped_labels(request.args.get("dropped", ""), reach, directory)
+    where = f"The table moved to guild {guilds.get(c.guild_id, c.guild_id)}, whose agents alone reach it now"
+    if old is not None:
+        where += f" (guild {guilds[old]}'s agents no longer do)"
+    if not lost:
+        return where + ". It had no grants to drop."
+    return where + f". The move dropped every grant the table had: {_and(lost)}."
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# --- a save over columns someone else changed meanwhile --------------------------------------------------
+
+def _setting_words(key: str, value: str, owners: dict[str, str], *, done: bool) -> str:
+    """One settings change in words: past tense for the other person's, present for this one's."""
+    if key == "name":
+        return f"{'renamed' if done else 'rename'} the table to {value}"
+    if key == "purpose":
+        return f"{'changed' if done else 'change'} its purpose to \u201c{value}\u201d"
+    where = owners.get(value, value).replace("Guild: ", "guild ")
+    return f"{'moved' if done else 'move'} it to {where[0].lower() + where[1:]}"
+
+
+def _merge_settings(typed: dict[str, str], now: dict[str, str]) -> tuple[dict[str, str], list[str], list[str],
+                                                                         list[str]]:
+    """(the settings to show, their changes, mine, both) for a form loaded with ``<key>-was``
+    before someone changed the table to ``now``: what this person did not change is as it is now."""
+    owners = dict(_owner_choices())
+    shown, theirs, mine, both = {}, [], [], []
+    for key in SETTINGS:
+        loaded = request.form.get(f"{key}-was", typed[key]).strip()
+        mine_value, now_value = typed[key].strip(), now[key]
+        if now_value != loaded:
+            theirs.append(_setting_words(key, now_value, owners, done=True))
+        if mine_value == loaded:
+            shown[key] = now_value
+            continue
+        shown[key] = typed[key]
+        mine.append(_setting_words(key, mine_value, owners, done=False))
+        if now_value not in (loaded, mine_value):
+            said = (lambda v: owners.get(v, v)) if key == "owner" else (lambda v: v)
+            both.append(f"the table's {key} (theirs: {said(now_value)}; yours: {said(mine_value)})")
+    return shown, theirs, mine, both
+
+
+def _columns_conflict(collection_id: int, typed: dict[str, str], rows: list[dict[str, Any]]) -> ResponseReturnValue:
+    """Someone else changed the table since this editor was loaded (the etag moved): nothing saved.
+    The editor again, showing the table as it is now with this person's change applied on top and
+    the fresh etag, and both changes in words, so that Save, after a look, saves the merge."""
+    with db().connection() as conn:
+        c = collection_for_member(conn, principal(), collection_id)
+        latest = files.latest(conn, principal().org_ids, [c.display_path]).get(c.display_path)
+    merged = columns_form.merge(rows, c.columns)
+    settings, theirs, mine, both = _merge_settings(typed, _settings_form(c))
+    conflict = {"latest": latest, "theirs": theirs + merged.theirs, "mine": mine + merged.mine,
+                "both": both + merged.both, "lost": merged.lost}
+    return _columns_page(c, form=settings, rows=merged.rows + [columns_form.blank_row()],
+                         etag=colls.collection_etag(c), status=409, conflict=conflict)
 
 
 # --- who reaches a table --------------------------------------------------------------------------
@@ -513,14 +768,20 @@ def access(collection_id: int, *, error: str | None = None, problems: list[str] 
     granted = {g["guild_id"]: g["mode"] for g in reach["guilds"]}
     guild_rows = ([{"id": c.guild_id, "name": guild_names.get(c.guild_id, ""), "mode": "write"}] if c.guild_id else
                   [{"id": g["id"], "name": g["name"], "mode": granted.get(g["id"])} for g in directory["guilds"]])
-    agent_rows = []
+    agent_rows, outsiders = [], []
     for a in directory["agents"]:
         entry = per_agent.get(a["id"]) or {}
-        agent_rows.append({"id": a["id"], "name": a["name"], "guild_name": guild_names.get(a["guild_id"], ""),
-                           "guild_mode": entry.get("guild_mode"), "agent_mode": entry.get("agent_mode"),
-                           "effective": entry.get("effective")})
+        row = {"id": a["id"], "name": a["name"], "guild_name": guild_names.get(a["guild_id"], ""),
+               "guild_mode": entry.get("guild_mode"), "agent_mode": entry.get("agent_mode"),
+               "effective": entry.get("effective")}
+        # A guild's own table takes an agent row only from that guild's agents (the store refuses
+        # any other): another guild's agent gets no choice that cannot succeed, but is named below.
+        if c.guild_id is not None and a["guild_id"] != c.guild_id and row["agent_mode"] is None:
+            outsiders.append(row)
+        else:
+            agent_rows.append(row)
     return render_template("databases/access.html", nav="databases", c=c, guild_rows=guild_rows,
-                           agent_rows=agent_rows, owner_name=guild_names.get(c.guild_id, ""),
+                           agent_rows=agent_rows, outsiders=outsiders, owner_name=guild_names.get(c.guild_id, ""),
                            done=DONE.get(request.args.get("done", "")), error=error, problems=problems or []), status
 
 

@@ -8,6 +8,12 @@ What the person typed is kept as text (``typed``), so a refused save shows it un
 An existing record's form also carries the values it was rendered with (hidden ``orig.<column>``
 inputs, ``originals_of``): a save is a patch of the fields that differ from them, whatever the
 stored record holds by then, and a save refused as stale lists only those fields.
+
+A date and time input the person left partly filled (a date without its time, an hour deleted) is
+sent by the browser as an empty string, the same as an input emptied on purpose. So an emptied
+date and time clears a stored value only when its Clear box says so (``_clear.<column>``), and the
+form's script names the inputs it saw partly filled (``_incomplete``): ``unsent_datetimes`` finds
+both, and the save is refused beside those fields instead of storing nothing.
 """
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ from typing import Any
 from werkzeug.datastructures import MultiDict
 
 from store.columns import stored_columns
-from store.values import check_value
+from store.errors import Invalid, rejected
+from store.values import check_body, check_value
 
 _INTEGER = re.compile(r"[-+]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
@@ -43,6 +50,9 @@ class Field:
     text: Any              # the input's value: a string, or a list of strings for checkboxes
     options: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    clearable: bool = False  # an optional date and time holding a value: it has a Clear box
+    clear: bool = False      # ... and the box is ticked
+    incomplete: str = ""     # the sentence the script shows beside a partly filled date and time
 
 
 def widget_of(column: Mapping[str, Any], text: Any = "") -> str:
@@ -87,17 +97,101 @@ def _as_text(value: Any) -> str:
 
 
 ORIGINAL = "orig."   # the hidden input holding the value a field was rendered with: orig.<column>
+CLEAR = "_clear."    # a date and time's Clear box: ticked, the save removes the stored value
+INCOMPLETE = "_incomplete"  # the date and time inputs the script saw partly filled, by name, comma-separated
+EVERY_PART = "day, month, year, hours, minutes and seconds"
+
+
+def cleared(form: MultiDict, name: str) -> bool:
+    """Whether the Clear box of the date and time ``name`` was ticked."""
+    return bool(form.get(CLEAR + name))
 
 
 def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
-    """What was typed, per column, as the inputs hold it."""
+    """What was typed, per column, as the inputs hold it; a date and time whose Clear box is
+    ticked reads as emptied, whatever its input still holds (the box is the person's word)."""
     out: dict[str, Any] = {}
     for c in columns:
         if c["type"] == "array" and c.get("values"):
             out[c["name"]] = form.getlist(c["name"])
+        elif c["type"] == "datetime" and cleared(form, c["name"]):
+            out[c["name"]] = ""
         else:
             out[c["name"]] = form.get(c["name"], "")
     return out
+
+
+def _shows_datetime(text: Any) -> bool:
+    """Whether an input's text is a date and time as its datetime-local input holds one."""
+    return isinstance(text, str) and bool(_LOCAL_DATETIME.match(text))
+
+
+def _what_works(column: Mapping[str, Any], *, stored: bool) -> str:
+    """How a date and time the browser could not send gets saved, or cleared when that can be."""
+    every = f"fill in every part ({EVERY_PART})"
+    if column.get("required"):
+        return every
+    return f"{every}, {'or tick Clear to remove the value' if stored else 'or empty every part to leave it blank'}"
+
+
+def partly_filled(column: Mapping[str, Any], *, stored: bool) -> str:
+    """The sentence beside a date and time left partly filled (the script shows it before the
+    save is sent; the server, when the script named the field). ``stored``: the field showed a
+    value, which the refusal keeps."""
+    kept = " The stored value is kept." if stored else ""
+    return (f"This date and time is incomplete (a part of it is empty), so it cannot be saved.{kept} To save it,"
+            f" {_what_works(column, stored=stored)}.")
+
+
+def arrived_empty(column: Mapping[str, Any], shown: str) -> str:
+    """The sentence beside a date and time that showed a value and arrived empty without its
+    Clear box ticked: a browser sends a partly filled one that way, so it is no wish to clear."""
+    return (f"This date and time arrived empty although Clear was not ticked, which is how a browser sends one"
+            f" with a part missing, so the stored value ({shown.replace('T', ' ')} UTC) is kept. To change it,"
+            f" {_what_works(column, stored=True)}.")
+
+
+def unsent_datetimes(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, str]:
+    """{column: the sentence saying why} for each date and time input that arrived empty without
+    meaning "no value": one the form's script saw partly filled, and one that showed a stored value
+    and arrived empty with its Clear box unticked (without the script, the only sign of a partly
+    filled input). Saving either as null would silently remove what the record holds."""
+    partial = {n.strip() for n in form.get(INCOMPLETE, "").split(",") if n.strip()}
+    originals = originals_of(columns, form) or {}
+    out: dict[str, str] = {}
+    for c in columns:
+        name = c["name"]
+        if c["type"] != "datetime" or cleared(form, name) or form.get(name, "").strip():
+            continue
+        shown = originals.get(name, "")
+        if name in partial:
+            out[name] = partly_filled(c, stored=_shows_datetime(shown))
+        elif _shows_datetime(shown):
+            out[name] = arrived_empty(c, shown)
+    return out
+
+
+def unsent_refusal(columns: Sequence[Mapping[str, Any]], unsent: Mapping[str, str], body: Mapping[str, Any], *,
+                   patch: bool) -> Invalid:
+    """The refusal of a save with dates and times that did not arrive (``unsent``), listing with
+    them every other problem the store finds in the rest of ``body`` (its own check_body, nothing
+    written), so that one answer shows them all beside their fields."""
+    rest = {k: v for k, v in body.items() if k not in unsent}
+    _, others = check_body(stored_columns(list(columns)), rest, patch=patch)
+    problems = [f'column "{name}": {why}' for name, why in unsent.items()]
+    problems += [p for p in others if not any(p.startswith(f'column "{name}":') for name in unsent)]
+    return rejected("record rejected:", problems)
+
+
+def kept_texts(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
+    """What a refused form shows again: what was typed, except that a date and time which did not
+    arrive shows the value it showed before (the one still stored), not an empty input."""
+    texts = typed_of(columns, form)
+    originals = originals_of(columns, form) or {}
+    for name in unsent_datetimes(columns, form):
+        if originals.get(name):
+            texts[name] = originals[name]
+    return texts
 
 
 def originals_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any] | None:
@@ -214,17 +308,25 @@ def problems_by_field(problems: Sequence[str]) -> tuple[dict[str, list[str]], li
 
 
 def fields(columns: Sequence[Mapping[str, Any]], texts: Mapping[str, Any],
-           problems: Mapping[str, list[str]] | None = None) -> list[Field]:
+           problems: Mapping[str, list[str]] | None = None, *, originals: Mapping[str, Any] | None = None,
+           clear: frozenset[str] | set[str] = frozenset()) -> list[Field]:
+    """The form's inputs showing ``texts``. ``originals``: the values an existing record's form
+    shows it with (an optional date and time holding one gets a Clear box); ``clear``: the
+    columns whose Clear box is ticked."""
     out = []
     for c in columns:
         text = texts.get(c["name"], [] if c["type"] == "array" and c.get("values") else "")
         options = list(c.get("values") or [])
         if isinstance(text, list):  # stored items the list no longer has: shown, checked, kept
             options += [t for t in text if t not in options]
-        out.append(Field(name=c["name"], type=c["type"], widget=widget_of(c, text),
+        widget = widget_of(c, text)
+        stored = widget == "datetime" and _shows_datetime((originals or {}).get(c["name"], ""))
+        out.append(Field(name=c["name"], type=c["type"], widget=widget,
                          description=c.get("description", ""), required=bool(c.get("required")),
                          unique=bool(c.get("unique")), text=text, options=options,
-                         problems=list((problems or {}).get(c["name"], []))))
+                         problems=list((problems or {}).get(c["name"], [])),
+                         clearable=stored and not c.get("required"), clear=c["name"] in clear,
+                         incomplete=partly_filled(c, stored=stored) if widget == "datetime" else ""))
     return out
 
 

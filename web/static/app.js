@@ -43,6 +43,10 @@
       const doc = new DOMParser().parseFromString(html, "text/html");
       const fresh = doc.getElementById("grid");
       if (fresh) grid.innerHTML = fresh.innerHTML;
+      // New record carries the view too (search as you type changed it), for its "Back to".
+      const freshNew = doc.getElementById("new-record");
+      const newRecord = document.getElementById("new-record");
+      if (freshNew && newRecord) newRecord.href = freshNew.getAttribute("href");
       if (status) status.textContent = "Live · updated " + utcClock(new Date(), 19);
     } catch (err) {
       if (err.name !== "AbortError" && status) status.textContent = "Could not refresh; use Refresh";
@@ -119,22 +123,31 @@
   // --- the columns editor: add rows without a round trip -----------------------------------------
   const editor = document.getElementById("columns-editor");
   const addColumn = document.getElementById("add-column");
+  const addRow = () => {
+    const rows = editor.querySelectorAll("tbody tr.column-row");
+    const last = rows[rows.length - 1];
+    const copy = last.cloneNode(true);
+    const index = rows.length;
+    copy.querySelectorAll("input, select, textarea").forEach((el) => {
+      el.name = el.name.replace(/^col-\d+-/, "col-" + index + "-");
+      if (el.type === "checkbox") el.checked = false;
+      else if (el.tagName === "SELECT") el.selectedIndex = 0;
+      else el.value = "";
+    });
+    copy.querySelectorAll("input[name$='-remove']").forEach((el) => (el.closest("label") || el).remove());
+    last.after(copy);
+    return copy;
+  };
   if (editor && addColumn) {
     addColumn.hidden = false;
-    addColumn.addEventListener("click", () => {
-      const rows = editor.querySelectorAll("tbody tr.column-row");
-      const last = rows[rows.length - 1];
-      const copy = last.cloneNode(true);
-      const index = rows.length;
-      copy.querySelectorAll("input, select, textarea").forEach((el) => {
-        el.name = el.name.replace(/^col-\d+-/, "col-" + index + "-");
-        if (el.type === "checkbox") el.checked = false;
-        else if (el.tagName === "SELECT") el.selectedIndex = 0;
-        else el.value = "";
-      });
-      copy.querySelectorAll("input[name$='-remove']").forEach((el) => (el.closest("label") || el).remove());
-      last.after(copy);
-      copy.querySelector("input").focus();
+    addColumn.addEventListener("click", () => addRow().querySelector("input").focus());
+    // A draft of this editor may hold rows added here before it was sent: the rows come back
+    // before its values do, so none of them is lost.
+    editor.closest("form").addEventListener("hostfinder:restore", (ev) => {
+      const indexes = ev.detail.map((kept) => Array.isArray(kept) && /^col-(\d+)-/.exec(kept[0]))
+        .filter(Boolean).map((m) => Number(m[1]));
+      const wanted = indexes.length ? Math.max(...indexes) + 1 : 0;
+      while (editor.querySelectorAll("tbody tr.column-row").length < wanted) addRow();
     });
   }
 
@@ -158,6 +171,9 @@
   };
   document.addEventListener("pointerup", released, true);
   document.addEventListener("pointercancel", released, true);  // a touch that became a scroll
+  // A date and time with a part left empty: the browser holds it as "bad input" and would send
+  // it as no value at all, which the server cannot tell from an emptied field.
+  const partlyFilled = (el) => el.type === "datetime-local" && el.validity && el.validity.badInput;
   document.addEventListener("focusout", (ev) => {
     const control = ev.target.closest && ev.target.closest(".record-form .control");
     if (!control || !ev.target.name) return;
@@ -165,12 +181,74 @@
     let text = "";
     if (control.dataset.kind === "number" && value && !/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value)) {
       text = "expected a number, such as 42 or 3.5";
+    } else if (partlyFilled(ev.target)) {
+      text = control.dataset.incomplete || "This date and time is incomplete: fill in every part.";
     } else if (control.hasAttribute("data-required") && !value && ev.target.type !== "checkbox") {
       text = "required";
     }
     if (pressing) waiting.push(() => hint(control, text));
     else hint(control, text);
   });
+
+  // The record form's dates and times. The hidden _incomplete field names those partly filled,
+  // so that even a save sent past this script is refused by the server, not stored as no value.
+  // A Clear box (an optional one holding a value) is the explicit way to remove the value:
+  // ticking it empties the input, typing a date unticks it, and an input emptied of every part
+  // (which the browser tells from a partly filled one) ticks it when the form is sent.
+  const noteIncomplete = (form) => {
+    const field = form.querySelector('input[name="_incomplete"]');
+    if (field) field.value = Array.from(form.querySelectorAll('input[type="datetime-local"]'))
+      .filter(partlyFilled).map((el) => el.name).join(",");
+  };
+  const clearBoxOf = (input) => input.form && input.form.querySelector(`input[data-clears="${input.id}"]`);
+  document.addEventListener("input", (ev) => {
+    const el = ev.target;
+    if (!el.form || !el.form.matches(".record-form") || el.type !== "datetime-local") return;
+    noteIncomplete(el.form);
+    const box = clearBoxOf(el);
+    if (box && (el.value !== "" || partlyFilled(el))) box.checked = false;
+    if (!partlyFilled(el) && el.getAttribute("aria-describedby") === "incomplete-" + el.name) {
+      el.removeAttribute("aria-invalid");  // (set below when a save stopped on this field)
+      el.removeAttribute("aria-describedby");
+      hint(el.closest(".control"), "");
+    }
+  });
+  document.addEventListener("change", (ev) => {
+    const box = ev.target;
+    if (!box.matches || !box.matches("input[data-clears]")) return;
+    const input = document.getElementById(box.getAttribute("data-clears"));
+    if (!input) return;
+    const shown = box.form.querySelector(`input[name="orig.${input.name}"]`);
+    if (box.checked) input.value = "";
+    else if (input.value === "" && shown) input.value = shown.value;  // unticked: the stored value again
+    noteIncomplete(box.form);
+    hint(input.closest(".control"), "");
+  });
+  // Sent (before any other submit handler, the draft's included): a date and time left partly
+  // filled stops the save, with the sentence beside the field and everything typed still there.
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target;
+    if (!form.matches || !form.matches(".record-form")) return;
+    noteIncomplete(form);
+    const dates = Array.from(form.querySelectorAll('input[type="datetime-local"]'));
+    dates.forEach((el) => {
+      const box = clearBoxOf(el);
+      if (box && el.value === "" && !partlyFilled(el)) box.checked = true;
+    });
+    const partial = dates.filter(partlyFilled);
+    if (!partial.length) return;
+    ev.preventDefault();
+    partial.forEach((el) => {
+      const control = el.closest(".control");
+      hint(control, control.dataset.incomplete || "This date and time is incomplete: fill in every part.");
+      const problem = control.querySelector(".problem.inline");
+      problem.id = "incomplete-" + el.name;
+      problem.setAttribute("role", "alert");
+      el.setAttribute("aria-invalid", "true");
+      el.setAttribute("aria-describedby", problem.id);
+    });
+    partial[0].focus();
+  }, true);
 
   // A refused record form: the first field with a problem takes the focus (the server marked
   // each such field aria-invalid, described by its problems).
@@ -204,15 +282,28 @@
   const snapshot = (form) => draftFields(form).map((el) => [el.name,
     /^(checkbox|radio)$/.test(el.type) ? el.checked
       : el.multiple ? Array.from(el.selectedOptions).map((o) => o.value) : el.value]);
-  const restore = (form, values) => draftFields(form).forEach((el, i) => {
-    const kept = values[i];
-    if (!kept || kept[0] !== el.name) return;  // the form changed shape since: leave that field
-    const v = kept[1];
-    if (typeof v === "boolean") el.checked = v;
-    else if (Array.isArray(v)) Array.from(el.options).forEach((o) => { o.selected = v.includes(o.value); });
-    else el.value = v;
-    el.dispatchEvent(new Event("input", { bubbles: true }));
-  });
+  // Values go back by name, in order among the fields of one name (a list's checkboxes), so a
+  // form of another shape takes what it has a field for: a record's form that became a new
+  // record's (deleted meanwhile) has no version fields. A form that grows rows (the columns
+  // editor) adds them first, on the hostfinder:restore event.
+  const restore = (form, values) => {
+    form.dispatchEvent(new CustomEvent("hostfinder:restore", { detail: values }));
+    const byName = new Map();
+    values.forEach((kept) => {
+      if (!Array.isArray(kept) || typeof kept[0] !== "string") return;
+      if (!byName.has(kept[0])) byName.set(kept[0], []);
+      byName.get(kept[0]).push(kept[1]);
+    });
+    draftFields(form).forEach((el) => {
+      const left = byName.get(el.name);
+      if (!left || !left.length) return;  // no value kept for this field: leave it
+      const v = left.shift();
+      if (typeof v === "boolean") el.checked = v;
+      else if (Array.isArray(v)) Array.from(el.options || []).forEach((o) => { o.selected = v.includes(o.value); });
+      else el.value = v;
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  };
   const put = (key, value) => { try { storage.setItem(key, JSON.stringify(value)); } catch (err) { /* full */ } };
   const read = (key) => { try { return JSON.parse(storage.getItem(key) || "null"); } catch (err) { return null; } };
 
@@ -290,8 +381,8 @@
     };
     form.addEventListener("input", keep);
     form.addEventListener("change", keep);
-    form.addEventListener("submit", () => {
-      if (offering) return;
+    form.addEventListener("submit", (ev) => {
+      if (offering || ev.defaultPrevented) return;  // not sent (a date left partly filled)
       put(key, { at: Date.now(), values: snapshot(form), sent: true });
       try { storage.setItem(SENT, key); } catch (err) { /* full */ }
     });
