@@ -125,6 +125,34 @@ def test_the_org_switcher_shows_each_of_the_users_organisations(browser: Browser
     assert r.status_code == 404
 
 
+def test_a_page_of_another_organisation_switches_the_header_to_it(server: RunningServer,
+                                                                 boot: dict[str, Any]) -> None:
+    """A link or bookmark into a table of the first organisation, opened while the switcher showed
+    the second, left the header naming the second while the page edited the first's table, and
+    New table then went to the second. The page's organisation is the one in view."""
+    from store import collections as colls
+    from store.access import Door
+    other = admin.create_org(server.db, name="Second Org")
+    admin.add_member(server.db, org_id=other["id"], email=boot["email"])
+    principal = Door(server.db).principal_for_email(boot["email"])
+    table = colls.create_collection(server.db, principal, boot["org_id"], {
+        "name": "deals", "purpose": "first org's", "columns": [{"name": "t", "type": "text", "description": "d"}]})
+    s = web_login(server, boot["email"], boot["password"])
+    token = csrf_of(s.get(server.url + "/databases").text)
+    assert s.post(server.url + "/org", data={"org_id": str(other["id"]), "csrf_token": token}).status_code == 200
+    assert "deals" not in s.get(server.url + "/databases").text
+
+    def selected(html: str) -> str:
+        return html.split('id="org-switch"', 1)[1].split(" selected>", 1)[1].split("<", 1)[0]
+
+    page = s.get(f"{server.url}/databases/{table.id}")
+    assert page.status_code == 200 and selected(page.text) != "Second Org", selected(page.text)
+    assert "deals" in s.get(server.url + "/databases").text   # the list is the page's organisation's
+    for url in (f"/notes/org/{other['id']}/missing.md", f"/agents/{boot['agent_id']}"):
+        s.get(server.url + url)
+    assert selected(s.get(server.url + "/databases").text) != "Second Org"   # the agent's organisation
+
+
 def test_an_expired_session_asks_to_log_in_again(server: RunningServer, boot: dict[str, Any]) -> None:
     s = web_login(server, boot["email"], boot["password"])
     old = s.cookies["hf_session"]

@@ -28,7 +28,7 @@ from web.errors import status_of
 from web.forms import form_id
 from web.notes import (as_stored, as_typed, diff_lines, embed_list, provenance, render_markdown, same_text,
                        size_problems)
-from web.security import db, login_required, principal
+from web.security import db, in_view, login_required, principal
 
 bp = Blueprint("agents", __name__)
 
@@ -55,7 +55,9 @@ def _done(key: str, revisions: list[dict[str, Any]]) -> str | None:
 
 
 def _agent(conn: Any, agent_id: int) -> Agent:
-    return load_agent(conn, agent_id, principal().org_ids)
+    agent = load_agent(conn, agent_id, principal().org_ids)
+    in_view(agent.org_id)
+    return agent
 
 
 def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, editor_version: int | None = None,

@@ -25,7 +25,7 @@ from web import columns_form, export, live, record_form
 from web.errors import status_of
 from web.forms import form_id
 from web.provenance import strip as provenance_strip
-from web.security import db, login_required, principal, session
+from web.security import db, in_view, login_required, principal, session
 
 bp = Blueprint("databases", __name__)
 
@@ -37,7 +37,15 @@ DONE = {"created": "Table created.", "saved": "Saved.", "added": "Record added."
         "table-deleted": "Table deleted.", "unchanged": "Nothing changed, so nothing was saved."}
 
 
+def _collection(conn: Any, collection_id: int, **kwargs: Any) -> Any:
+    """The member's collection (store.member_records), whose organisation the page then shows."""
+    c = collection_for_member(conn, principal(), collection_id, **kwargs)
+    in_view(c.org_id)
+    return c
+
+
 # --- the list of tables ---------------------------------------------------------------------------
+
 
 def _by_owner(tables: list[dict[str, Any]], guilds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The organisation's tables first, then each guild's (guilds without tables too, so an
@@ -196,7 +204,7 @@ def table(collection_id: int) -> ResponseReturnValue:
     error = None
     status = 200
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         state = table_state(c)
         filtering = bool(state["q"] or state["where"])
         out: dict[str, Any] = {"total": 0, "records": []}
@@ -234,7 +242,7 @@ def export_table(collection_id: int, fmt: str) -> ResponseReturnValue:
     if fmt not in ("jsonl", "csv"):
         raise NotFound(f"there is no {fmt} export; choose export.jsonl or export.csv")
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
     body = records.export_jsonl(db(), c) if fmt == "jsonl" else export.csv_lines(c.columns, records.export_records(db(), c))
     mimetype = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
     return Response(body, mimetype=mimetype, headers={
@@ -317,7 +325,7 @@ def clear(collection_id: int) -> ResponseReturnValue:
 @login_required
 def confirm_delete(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         count = colls.record_counts(conn, [c.id]).get(c.id, 0)
         reach = colls.access_list(conn, c)
     return render_template("databases/confirm.html", nav="databases", c=c, action="delete", count=count,
@@ -411,7 +419,7 @@ def _record_page(c: Any, record: dict[str, Any] | None, texts: dict[str, Any], *
 @login_required
 def new_record(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
     return _record_page(c, None, record_form.texts_of(c.columns, None))
 
 
@@ -420,7 +428,7 @@ def new_record(collection_id: int) -> ResponseReturnValue:
 def add_record(collection_id: int) -> ResponseReturnValue:
     try:
         with db().transaction() as conn:
-            c = collection_for_member(conn, principal(), collection_id, lock=True)
+            c = _collection(conn, collection_id, lock=True)
             typed = record_form.typed_of(c.columns, request.form)
             body = record_form.body_for_create(c.columns, typed)
             if unsent := record_form.unsent_datetimes(c.columns, request.form):
@@ -442,7 +450,7 @@ def _cleared(columns: list[dict[str, Any]]) -> set[str]:
 def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError) -> ResponseReturnValue:
     """The form again, with what was typed and every problem beside its field."""
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         provenance = provenance_strip(conn, record["display_path"]) if record else None
     by_field, general = record_form.problems_by_field(exc.problems)
     if not exc.problems:
@@ -459,7 +467,7 @@ def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError)
 @login_required
 def record(collection_id: int, record_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         try:
             rec = records.get_record(conn, c, record_id)
         except NotFound:
@@ -486,7 +494,7 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
     current: dict[str, Any] | None = None
     try:
         with db().transaction() as conn:
-            c = collection_for_member(conn, principal(), collection_id, lock=True)
+            c = _collection(conn, collection_id, lock=True)
             try:
                 current = records.get_record(conn, c, record_id)
             except NotFound:
@@ -519,7 +527,7 @@ def _deleted_meanwhile(collection_id: int, record_id: int) -> ResponseReturnValu
     """A save of a record deleted since its form was opened: nothing written; the form again with
     everything typed, saying who deleted it and when, offering to add the values as a new record."""
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         deletion = _deletion(conn, record_path(c.org_id, c.name, record_id))
     return _record_page(c, None, record_form.kept_texts(c.columns, request.form), status=409,
                         gone={"id": record_id, "deletion": deletion, "typed": True}, clear=_cleared(c.columns))
@@ -528,7 +536,7 @@ def _deleted_meanwhile(collection_id: int, record_id: int) -> ResponseReturnValu
 def _stale_page(collection_id: int, opened: str, current: dict[str, Any]) -> ResponseReturnValue:
     """A save over a newer version: the newer values, and what the person had changed."""
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         provenance = provenance_strip(conn, current["display_path"])
     typed = record_form.typed_of(c.columns, request.form)
     # Only what the person changed from the version they opened: the rest of the form held
@@ -549,7 +557,7 @@ def _stale_page(collection_id: int, opened: str, current: dict[str, Any]) -> Res
 @login_required
 def confirm_delete_record(collection_id: int, record_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         rec = records.get_record(conn, c, record_id)
     view = _view()
     return render_template("databases/confirm.html", nav="databases", c=c, action="delete-record", record=rec,
@@ -560,7 +568,7 @@ def confirm_delete_record(collection_id: int, record_id: int) -> ResponseReturnV
 @login_required
 def delete_record(collection_id: int, record_id: int) -> ResponseReturnValue:
     with db().transaction() as conn:
-        c = collection_for_member(conn, principal(), collection_id, lock=True)
+        c = _collection(conn, collection_id, lock=True)
         records.record_remove(conn, c, record_id, principal().actor)
     return redirect(url_for("databases.table", collection_id=collection_id, done="deleted", **_view()))
 
@@ -602,7 +610,7 @@ def _columns_page(c: Any, *, form: dict[str, str], rows: list[dict[str, Any]], e
 @login_required
 def columns(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
     return _columns_page(c, form=_settings_form(c), rows=columns_form.rows_of(c.columns),
                          etag=colls.collection_etag(c))
 
@@ -611,7 +619,7 @@ def columns(collection_id: int) -> ResponseReturnValue:
 @login_required
 def save_columns(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         before = colls.access_list(conn, c)
     form = {k: request.form.get(k, "") for k in SETTINGS}
     new_columns, rows = columns_form.parse(request.form)
@@ -631,7 +639,7 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
         if isinstance(exc, NotFound):
             raise
         with db().connection() as conn:
-            c = collection_for_member(conn, principal(), collection_id)
+            c = _collection(conn, collection_id)
         return _columns_page(c, form=form, rows=rows + [columns_form.blank_row()],
                              etag=request.form.get("etag", ""), error=exc.head, problems=exc.problems,
                              status=status_of(exc))
@@ -739,7 +747,7 @@ def _columns_conflict(collection_id: int, typed: dict[str, str], rows: list[dict
     The editor again, showing the table as it is now with this person's change applied on top and
     the fresh etag, and both changes in words, so that Save, after a look, saves the merge."""
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
         latest = files.latest(conn, principal().org_ids, [c.display_path]).get(c.display_path)
     merged = columns_form.merge(rows, c.columns)
     settings, theirs, mine, both = _merge_settings(typed, _settings_form(c))
@@ -809,7 +817,7 @@ def events(collection_id: int) -> ResponseReturnValue:
     """Server-Sent Events: one ``change`` event per committed change to this table or its records
     (from guild.files.changed), so the page can refresh itself."""
     with db().connection() as conn:
-        c = collection_for_member(conn, principal(), collection_id)
+        c = _collection(conn, collection_id)
     # (the door's way to tell that the page has gone: gateway/door.py CLIENT_GONE)
     body = live.open_stream(db().conninfo, c.org_id, c.display_path, request.environ.get("hostfinder.client_gone"))
     if body is None:  # every stream slot is taken: the page polls instead (204 stops EventSource)

@@ -18,7 +18,7 @@ from store import orgs
 from store.errors import Invalid
 from web.errors import status_of
 from web.forms import form_id
-from web.security import db, login_required, principal
+from web.security import db, in_view, login_required, principal
 
 bp = Blueprint("guilds", __name__)
 
@@ -32,6 +32,7 @@ def state(guild_id: int, *, error: str | None = None, problems: list[str] | None
     p = principal()
     with db().connection() as conn:
         guild = orgs.guild(conn, p, guild_id)
+        in_view(guild["org_id"])
         agents = [a for a in orgs.directory(conn, p, guild["org_id"])["agents"] if a["guild_id"] == guild["id"]]
         tables = colls.guild_access(conn, p, guild["id"])["collections"]
     return render_template("guilds/state.html", nav="notes", guild=guild, agents=agents,

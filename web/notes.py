@@ -32,7 +32,7 @@ from store.host import HostTree
 from store.paths import Target, check_note_key, new_note_problem, nfc, note_path, parse
 from web.errors import status_of
 from web.provenance import strip as provenance
-from web.security import db, login_required, principal, session
+from web.security import db, in_view, login_required, principal, session
 
 bp = Blueprint("notes", __name__)
 
@@ -174,6 +174,7 @@ def note_target(display_path: str) -> Target:
     after /notes/ would otherwise end in a 404)."""
     target = parse(display_path)
     principal().require_org(target.org_id, f"note {display_path}")
+    in_view(target.org_id)
     if target.family in ("task", "memory", "script", "history"):
         abort(redirect(page_of(target.path) or url_for("agents.state", agent_id=target.owner_id)))
     if target.family in ("collection", "record"):  # the Databases page's, while the table is there

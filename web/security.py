@@ -7,6 +7,7 @@ header ``X-CSRF-Token``) and, when the browser says where it comes from, this or
 """
 from __future__ import annotations
 
+import dataclasses
 import hmac
 from collections.abc import Callable
 from functools import wraps
@@ -47,6 +48,17 @@ def session() -> sessions.WebSession:
 
 def principal() -> Principal:
     return g.web_session.principal
+
+
+def in_view(org_id: int) -> None:
+    """A page of ``org_id``'s (a table, a record, a note, an agent, a guild) shows that
+    organisation: the session switches to it, so the header's switcher names the organisation the
+    page shows and edits, and what the page leads to (New table, New note) goes there too. A link
+    or a bookmark into another organisation used to leave the switcher naming the one before."""
+    ws: sessions.WebSession = g.web_session
+    if ws.org_id != org_id:
+        sessions.switch_org(db(), ws, org_id)
+        g.web_session = dataclasses.replace(ws, org_id=org_id)
 
 
 def login_required(view: F) -> F:
