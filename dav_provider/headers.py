@@ -245,11 +245,16 @@ def normalize_dates(environ: dict[str, Any]) -> None:
     WsgiDAV's util.parse_time_string raises ValueError on a date a datetime cannot hold ("Mon, 01
     Jan 99999 00:00:00 GMT"): a 500 and a traceback for a header a client sent. RFC 9110 13.1.3 and
     13.1.4: a recipient MUST ignore If-Modified-Since / If-Unmodified-Since whose value is not a
-    valid HTTP-date, so such a header is dropped here. A date is passed on as an IMF-fixdate in
+    valid HTTP-date, so such a header is dropped here, as is If-Modified-Since on a method other
+    than GET and HEAD (13.1.3). A date is passed on as an IMF-fixdate in
     GMT, the one form WsgiDAV (which ignored a numeric zone) and the store's commit (which failed,
     a 500 again, comparing an asctime-date, read without a zone) read alike. If-Range (13.1.5) that is
     neither a date nor an entity-tag WsgiDAV can compare makes the condition false: the whole
     file is sent, as if there were no Range."""
+    if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+        # (13.1.3: If-Modified-Since is for GET and HEAD; WsgiDAV answered a PUT carrying a date
+        # later than the note's change 304 and stored nothing.)
+        environ.pop("HTTP_IF_MODIFIED_SINCE", None)
     for key in _DATE_CONDITIONS:
         value = environ.get(key)
         if value is None:
