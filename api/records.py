@@ -22,7 +22,10 @@ from store.errors import Invalid
 
 bp = Blueprint("records", __name__)
 
-EXPORT_CHUNK = 500
+# Records read per fetch from the export's cursor (at most; store.records fits each fetch to its
+# bytes). What is sent goes in pieces of at most store.records.EXPORT_PIECE_BYTES, however many
+# records a piece holds.
+EXPORT_BATCH = 500
 
 
 # What a person may have meant by each JSON argument, for a refusal of text that is not JSON.
@@ -154,9 +157,9 @@ def remove(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
 @bp.get("/api/collections/<int:collection_id>/export")
 @requires("user")
 def export(collection_id: int):  # type: ignore[no-untyped-def]
-    """The live records as JSONL, one record per line by id, streamed: constant memory however many
-    records the collection holds."""
-    collection, lines = member_records.export(db(), principal(), collection_id, batch=EXPORT_CHUNK)
+    """The live records as JSONL, one record per line by id, streamed in pieces of at most 256 KB:
+    memory bounded by bytes however many records the collection holds, and however large."""
+    collection, lines = member_records.export(db(), principal(), collection_id, batch=EXPORT_BATCH)
     return Response(lines, mimetype="application/x-ndjson", headers={
         "Content-Disposition": f'attachment; filename="{collection.name}.jsonl"',
         "Cache-Control": "no-store"})

@@ -117,8 +117,8 @@ def clear(db: Database, principal: Principal, collection_id: int, *,
 
 
 def export(db: Database, principal: Principal, collection_id: int, *,
-           batch: int = 500) -> tuple[Collection, Iterator[str]]:
-    """The collection and its live records as JSONL lines, streamed in batches (constant memory)."""
+           batch: int = 500) -> tuple[Collection, Iterator[bytes]]:
+    """The collection and its live records as JSONL, streamed in pieces of bounded size."""
     with db.connection() as conn:
         collection = collection_for_member(conn, principal, collection_id)
     return collection, records.export_jsonl(db, collection, batch=batch)

@@ -12,12 +12,12 @@ file_changes row and NOTIFY (store.provenance.record_change) in the same transac
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Jsonb, JsonbLoader
 
 from store import db as store_db
 from store import record_query as rq
@@ -35,6 +35,19 @@ from store.values import check_body, record_problems, shown, utc_iso
 MAX_RECORDS = 10_000
 MAX_BLOB_BYTES = 32 * 1024
 META = ("created_at", "updated_at", "updated_by", "version")
+# An export is sent in pieces of at most this many bytes, each one chunk on the wire. What an export
+# holds beyond the rows of its current fetch is then a piece (twice: its bytes and the chunk framing
+# the server builds around them) whatever its records hold: when pieces were 500 lines, 500 records
+# of control characters (each escaped in JSON as six bytes, "\u0001") made a 96 MB string, held
+# three times over, and 8 such exports took a gateway from 58 MB to 3.6 GB.
+EXPORT_PIECE_BYTES = 256 * 1024
+# The rows of each fetch from an export's cursor are fitted to about this many bytes (as PostgreSQL
+# sends them), at most ``batch`` rows: 500 of those records were a 96 MB result (jsonb's text escapes
+# a control character as six bytes too), held with its rows until the next fetch, however small the
+# pieces sent.
+EXPORT_FETCH_BYTES = 1024 * 1024
+_FIRST_FETCH = 20  # rows in an export's first fetch, before their size is known
+_ROW_BYTES = 200   # what a row brings besides its values (id, path, times, who, version)
 
 
 # The lock makes a duplicate identity impossible from record writes; a write that still meets the
@@ -402,29 +415,62 @@ def search_records(conn: Conn, collections: Sequence[Collection], query: object,
 
 def export_records(db: Database, collection: Collection, *, batch: int = 500) -> Iterator[dict[str, Any]]:
     """Every live record, by id, as the API returns it. A server-side cursor feeds the rows in
-    batches, so memory stays constant however many records there are; the connection is held only
-    while the iterator is consumed, and closing the iterator early releases it."""
+    fetches of at most ``batch`` rows and about EXPORT_FETCH_BYTES, so memory stays constant however
+    many records there are, and however large; the connection is held only while the iterator is
+    consumed, and closing the iterator early releases it."""
     columns = stored_columns(collection.columns)
+    read = [0]   # bytes of values (content_json) the fetches brought, as PostgreSQL sent them
+
+    class _CountingJsonb(JsonbLoader):
+        def load(self, data: Any) -> Any:
+            read[0] += len(data)
+            return super().load(data)
     with db.connection() as conn, conn.transaction():
         with conn.cursor(name=f"export_{collection.id}") as cur:
+            cur.adapters.register_loader("jsonb", _CountingJsonb)
             cur.execute(f"SELECT {rq.RECORD_COLUMNS} FROM artifacts a WHERE a.collection_id = %s AND {rq.LIVE}"
                         " ORDER BY (a.key::bigint)", (collection.id,))
-            while rows := cur.fetchmany(batch):
+            size = min(batch, _FIRST_FETCH)
+            while rows := cur.fetchmany(size):
+                # As many rows as would bring about EXPORT_FETCH_BYTES at this fetch's bytes a row
+                # (the values, and about 200 bytes for the rest of the row).
+                sent, read[0] = read[0] + _ROW_BYTES * len(rows), 0
+                size = max(1, min(batch, len(rows) * EXPORT_FETCH_BYTES // sent))
                 for row in rows:
                     yield as_record(row, collection.name, columns, display_path=True)
+                del rows  # (before the next fetch: one fetch's rows at a time)
 
 
-def export_jsonl(db: Database, collection: Collection, *, batch: int = 500) -> Iterator[str]:
-    """``export_records`` as JSON Lines, one chunk of ``batch`` lines at a time: what the records
-    route's export and the Databases page's JSONL download both send."""
-    chunk: list[str] = []
-    for record in export_records(db, collection, batch=batch):
-        chunk.append(json.dumps(record, ensure_ascii=False))
-        if len(chunk) >= batch:
-            yield "\n".join(chunk) + "\n"
-            chunk = []
-    if chunk:
-        yield "\n".join(chunk) + "\n"
+def in_pieces(texts: Iterable[str], limit: int = EXPORT_PIECE_BYTES) -> Iterator[bytes]:
+    """``texts`` in UTF-8, in pieces of at most ``limit`` bytes: consecutive texts joined up to the
+    limit, and a text longer than the limit by itself cut into slices (anywhere, even inside a
+    character: the pieces are sent one after the other, so the bytes are exactly the texts')."""
+    parts: list[bytes] = []
+    size = 0
+    for text in texts:
+        data = text.encode("utf-8")
+        if parts and size + len(data) > limit:
+            yield b"".join(parts)
+            parts, size = [], 0
+        if len(data) > limit:
+            for start in range(0, len(data), limit):
+                yield data[start:start + limit]
+            continue
+        parts.append(data)
+        size += len(data)
+    if parts:
+        yield b"".join(parts)
+
+
+def export_jsonl(db: Database, collection: Collection, *, batch: int = 500) -> Iterator[bytes]:
+    """``export_records`` as JSON Lines in UTF-8, in pieces of at most EXPORT_PIECE_BYTES (``batch``:
+    at most so many rows per fetch): what the records route's export and the Databases page's JSONL
+    download both send."""
+    rows = export_records(db, collection, batch=batch)
+    try:
+        yield from in_pieces(json.dumps(record, ensure_ascii=False) + "\n" for record in rows)
+    finally:
+        rows.close()  # an export abandoned by its client releases its connection now
 
 
 # --- the agent tools ------------------------------------------------------------------------------
