@@ -30,6 +30,7 @@ from store.errors import Unavailable
 from store.filecache import FileCache
 from store.login_watch import LoginWatch
 from store.search_index import SearchIndexer
+from store.throttle import PasswordChecks, cores
 from web import create_app as create_web_app
 from web.live import end_streams
 
@@ -42,13 +43,16 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 class Gateway:
     """The composed WSGI application: routes by path prefix and logs each request."""
 
-    def __init__(self, db: Database, *, read_cache: bool = False) -> None:
+    def __init__(self, db: Database, *, read_cache: bool = False, processes: int = 1) -> None:
+        """``processes``: how many gateway processes share the machine (``serve --workers``), which
+        share its cores for password verifications (store.throttle.PasswordChecks)."""
         install_log_escaping()
         self.db = db
         # Logins verified once are reused without a query until a change that could end them is
         # announced (sql/060, store/login_watch.py); while that channel is down, one query each.
         self.login_watch = LoginWatch(db.conninfo).start()
-        self.door = Door(db, watch=self.login_watch)
+        checks = PasswordChecks(max(1, cores() // max(1, processes))) if processes > 1 else None
+        self.door = Door(db, watch=self.login_watch, checks=checks)
         # Off by default: without it every GET is one query, so gateways behind a load balancer
         # always read what any of them last wrote. With it (one gateway), repeated reads come from
         # memory, kept exact by change events (store.filecache).

@@ -187,7 +187,7 @@ def _worker(config: Config, sock: socket.socket, conninfo: str, size: int, numbe
         handler.setFormatter(logging.Formatter(
             f"%(asctime)s %(levelname)s [worker {number}/{workers} pid %(process)d] %(name)s: %(message)s"))
     db = Database(conninfo, min_size=1, max_size=size).open()
-    gateway = Gateway(db, read_cache=config.read_cache)
+    gateway = Gateway(db, read_cache=config.read_cache, processes=workers)
     server = make_server(gateway, config.host, config.port, threads=config.threads,
                          tls_cert=config.tls_cert and str(config.tls_cert),
                          tls_key=config.tls_key and str(config.tls_key))

@@ -21,7 +21,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from store.db import Conn, Database
 from store.errors import NotFound
 from store.login_watch import LoginWatch
-from store.throttle import Key, LoginThrottle
+from store.throttle import Key, LoginThrottle, PasswordChecks
 
 ActorType = Literal["user", "agent", "run", "system"]
 
@@ -30,6 +30,9 @@ _hasher = PasswordHasher()
 # take the same time.
 _DUMMY_HASH = _hasher.hash("not a password")
 TOKEN_PREFIX = "hf_"
+# The slots every door of this process verifies passwords in (store.throttle.PasswordChecks: as
+# many as the cores), so the bound holds for the process however many doors it has.
+_CHECKS = PasswordChecks()
 # Where front ends leave the authenticated principal in a WSGI environ (for the access log).
 PRINCIPAL_KEY = "hostfinder.principal"
 
@@ -176,15 +179,22 @@ class Door:
 
     With a ``watch``, a login verified once (by query, and argon2 for a password) is remembered
     until PostgreSQL announces a change that could end it (sql/060): a remembered login costs no
-    query. Without a watch, or while it is down, every login reads the user's current rows."""
+    query. Without a watch, or while it is down, every login reads the user's current rows.
+
+    Password verifications (argon2) run in one of ``checks``' slots, as many as the machine has
+    cores (store.throttle.PasswordChecks): a password login that cannot have one within a second is
+    refused with TooManyAttempts ("the server is checking too many passwords just now"). A token,
+    a remembered login and a password verified recently need no slot and are never refused so."""
 
     def __init__(self, db: Database, *, throttle: LoginThrottle | None = None,
-                 watch: LoginWatch | None = None) -> None:
+                 watch: LoginWatch | None = None, checks: PasswordChecks | None = None) -> None:
         """``watch``: the process's follower of login changes (store/login_watch.py). With it, a
         login verified once is reused without a query until anything that could end it changes;
-        without it (or while it is down) every login reads the user's current rows."""
+        without it (or while it is down) every login reads the user's current rows. ``checks``:
+        the slots password verifications run in (by default the process's, as many as the cores)."""
         self.db = db
         self.throttle = throttle or LoginThrottle()
+        self.checks = checks or _CHECKS
         self.watch = watch
         self._cache = _VerifiedCache()
         self._remembered = _RememberedLogins()
@@ -244,7 +254,10 @@ class Door:
                 return _user_principal(user)
             self._cache.drop(email, password)  # the password was changed (or the user deleted)
         stored = (user or {}).get("password_hash") or _DUMMY_HASH
-        if not (_verify(stored, password) and user and user["password_hash"]):
+        # In a slot (TooManyAttempts when none comes within a second), for unknown emails too:
+        # they cost the same argon2 verification, so that a wrong email and a wrong password
+        # take the same time.
+        if not (self.checks.verify(stored, password, _verify) and user and user["password_hash"]):
             return None
         self._cache.put(email, password, user["id"], user["password_hash"])
         return _user_principal(user)

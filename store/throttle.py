@@ -12,10 +12,19 @@ requests and to slow guessing to a few tries a minute. A table would cost a writ
 (itself a lever for a flood) and a read per login. With N gateways behind a balancer a guesser gets
 N times the budget, which still bounds guessing to a handful per minute per account; restarting a
 gateway forgets its counts, which an attacker cannot trigger.
+
+The throttle is per account and per address, so a flood of guesses for many accounts from many
+addresses passes it; ``PasswordChecks`` bounds what such a flood can cost: at most a few argon2
+verifications at once in the process, and a login that cannot have one within a second is refused
+(TooManyAttempts), so the rest of the process (token logins, remembered logins, every other
+request) is not queued behind it.
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import secrets
 import threading
 import time
 from collections import deque
@@ -31,6 +40,10 @@ ACCOUNT_LIMIT = 10      # failed password logins per account per window
 ADDRESS_LIMIT = 30      # failed logins (passwords or tokens) per client address per window
 WINDOW = 300.0          # seconds
 MAX_KEYS = 100_000      # memory bound: ~100 bytes a key plus its failure times
+CHECK_WAIT = 1.0        # seconds a password login may wait for a verification slot
+BUSY_RETRY_AFTER = 2    # seconds a login refused for want of a slot is told to wait
+BUSY = ("the server is checking too many passwords just now; try again in a few seconds, or log in with"
+        " an API token, which needs no password check")
 
 
 @dataclass
@@ -138,3 +151,109 @@ class LoginThrottle:
             for key in list(self._counts)[: len(self._counts) // 2]:
                 if not self._counts[key].pending:
                     del self._counts[key]
+
+
+def cores() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass
+class _Check:
+    """One verification waiting for a slot, and what the logins of the same password learn from it."""
+    done: threading.Event = field(default_factory=threading.Event)
+    result: bool = False
+    busy: bool = False
+    joined: int = 0   # logins of the same password waiting for this answer
+
+
+class PasswordChecks:
+    """At most ``slots`` password verifications at once in this process.
+
+    Why the number of cores: an argon2 verification (argon2-cffi's defaults) is nothing but CPU,
+    85 ms of it or more (its four lanes run on threads of their own), outside the GIL, and 64 MiB
+    of memory. With more running at once than there are cores none finishes sooner: they only
+    share the cores (so every other request of the process, which needs a core too, waits behind
+    them) and hold 64 MiB each. 40 threads sending wrong passwords for random emails from many
+    addresses (which the per-account and per-address throttle lets through) made a health check
+    take 2.6-10 s and added 1 GB.
+
+    A verification that finds every slot taken waits for one, at most ``wait`` seconds, and only
+    ``waiting`` of them wait at once (first come, first served); any other is refused at once with
+    TooManyAttempts (BUSY, with Retry-After). A thread waiting for a slot is a thread the process's
+    other requests do not have: with the excess refused at once, a request queued behind a flood
+    reaches a thread within about one verification's time. The same password against the same
+    stored hash already waiting for a slot (a client opening several connections at once with the
+    right password) waits for that verification's answer instead of for a slot of its own: a right
+    password is let in on it; a wrong one is then verified on its own, as every failed login always
+    was (one verification for each, which the throttle's accounting assumes).
+
+    Logins that need no verification (API tokens, logins the door remembers or has verified
+    recently) never come here."""
+
+    def __init__(self, slots: int | None = None, *, wait: float = CHECK_WAIT, waiting: int | None = None) -> None:
+        self.slots = max(1, slots if slots is not None else cores())
+        self.wait = wait
+        self.waiting = self.slots if waiting is None else max(0, waiting)
+        self._free = threading.Semaphore(self.slots)
+        self._lock = threading.Lock()
+        self._waiters = 0
+        self._queued: dict[bytes, _Check] = {}
+        self._salt = secrets.token_bytes(16)
+
+    def verify(self, stored: str, password: str, check: Callable[[str, str], bool], *, join: bool = True) -> bool:
+        """``check(stored, password)`` in a slot, or the answer of the same verification queued
+        already when that says the password is right; TooManyAttempts when no slot comes within
+        the wait. (``join=False``: not the latter.)"""
+        with self._lock:   # (a free slot goes to those waiting for one first)
+            now = not self._waiters and self._free.acquire(blocking=False)
+        if now:
+            try:
+                return check(stored, password)
+            finally:
+                self._free.release()
+        key = hashlib.sha256(self._salt + stored.encode() + b"\0" + password.encode()).digest()
+        with self._lock:
+            queued = self._queued.get(key)
+            if join and queued is not None:
+                queued.joined += 1
+            else:
+                if self._waiters >= self.waiting:
+                    raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
+                self._waiters += 1
+                mine = _Check()
+                if queued is None:   # the same password arriving now may wait for its answer
+                    self._queued[key] = mine
+                queued = None
+        if queued is not None:
+            # That verification ends (an answer or a refusal) within ``wait`` and its own time.
+            if not queued.done.wait(self.wait + 60) or queued.busy:
+                raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
+            if queued.result:
+                return True
+            # A wrong password is verified on its own, as every failed login always was.
+            return self.verify(stored, password, check, join=False)
+        try:
+            try:
+                got = self._free.acquire(timeout=self.wait)
+            finally:
+                with self._lock:
+                    self._waiters -= 1
+            if not got:
+                raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
+            try:
+                mine.result = check(stored, password)
+            finally:
+                self._free.release()
+        except BaseException:
+            mine.busy = True   # (those waiting for its answer are refused too, and may try again)
+            raise
+        finally:
+            with self._lock:
+                if self._queued.get(key) is mine:
+                    del self._queued[key]
+            mine.done.set()
+        return mine.result
