@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from store import admin
 from tests.conftest import insert_notes
 from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
