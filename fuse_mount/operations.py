@@ -442,21 +442,20 @@ class HostOperations(pyfuse3.Operations):
             # The file is open already: this description reads and writes the same body, as on a
             # disk, so two writers of different parts (or two `>>` appenders) both keep their
             # bytes, and a reader sees what was written and not yet saved.
-            if writing and not any(h.writable and not h.orphaned and h.body is source.body
-                                   for h in self.handles.on_inode(inode)):
+            if writing and not flags & os.O_TRUNC and not source.dirty:
+                # A body with no unsaved bytes is a version the store had, and may be one from
+                # before a change made elsewhere whose event is still on its way (a close reaches
+                # us after it has returned, so a reader's or an earlier writer's description can
+                # still hold it): written into, it is the store's now (as below).
+                node, data = await self._current_writable(path)
+                if not source.dirty:
+                    source.reload(node)
+                    source.fill(data)
+            elif writing and not any(h.writable and not h.orphaned and h.body is source.body
+                                     for h in self.handles.on_inode(inode)):
                 # (A description of this file open for writing already answers it: the file may
                 # be one this mount created and holds, which the store has not got yet.)
-                if flags & os.O_TRUNC:
-                    await self._writable("open", path)
-                else:
-                    # Only readers hold the body, and it may be the copy from before a change
-                    # made elsewhere whose event is still on its way (a reader's close reaches
-                    # us after the close has returned): written into, it is the store's (below).
-                    node, data = await self._current(path)
-                    await self._writable("open", path, (node, data))
-                    if not source.dirty:
-                        source.reload(node)
-                        source.fill(data)
+                await self._writable("open", path)
             handle = self.handles.open(inode, path, writable=writing, share=source)
             handle.appending = writing and bool(flags & os.O_APPEND)
             if writing and flags & os.O_TRUNC:
@@ -483,8 +482,7 @@ class HostOperations(pyfuse3.Operations):
             # made elsewhere by that change's event (10-20 ms): a `>>` right after an agent's
             # note_write saved the text from before it with the line added, and the agent's
             # text was gone.
-            node, data = await self._current(path)
-            await self._writable("open", path, (node, data))
+            node, data = await self._current_writable(path)
             handle = self.handles.open(inode, path, writable=True, data=data, node=node)
             handle.appending = bool(flags & os.O_APPEND)
             return pyfuse3.FileInfo(fh=handle.fh)
@@ -504,9 +502,12 @@ class HostOperations(pyfuse3.Operations):
             raise FUSEError(errno.EACCES)
         return node
 
-    async def _current(self, path: str) -> tuple[Any, bytes]:
-        """(node, bytes) of the file as the store holds it now, past every copy kept here."""
-        return await self._call("open", path, "current", path)
+    async def _current_writable(self, path: str) -> tuple[Any, bytes]:
+        """(node, bytes) of the file as the store holds it now, past every copy kept here, when it
+        may be opened for writing, else EACCES."""
+        hit = await self._call("open", path, "current", path)
+        await self._writable("open", path, hit)
+        return hit
 
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:

@@ -150,7 +150,7 @@ class _BoundedConnection(psycopg.Connection):
     caller sees a lost connection (Unavailable)."""
 
     def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
-        if len(args) < 2:
+        if len(args) < 2:   # (args: interval, timeout; a timeout a caller gives stays its own)
             kwargs.setdefault("timeout", WAIT_TIMEOUT)
         try:
             return super().wait(gen, *args, **kwargs)

@@ -601,21 +601,33 @@ def test_an_append_right_after_a_change_elsewhere_keeps_that_change(mount: Mount
     note = mount.org / "relay.md"
     note.write_bytes(b"base\n")
     assert note.read_bytes() == b"base\n"
-    with mount.db.connection() as conn:
-        conn.execute("UPDATE artifacts SET content = 'base\nfrom the agent\n', version = version + 1"
-                     " WHERE display_path = %s AND deleted_at IS NULL", (f"org/{org}/relay.md",))
+
+    def append_elsewhere(text: str) -> None:
+        with mount.db.connection() as conn:
+            conn.execute("UPDATE artifacts SET content = content || %s, version = version + 1"
+                         " WHERE display_path = %s AND deleted_at IS NULL", (text, f"org/{org}/relay.md"))
+
+    append_elsewhere("from the agent\n")
     with open(note, "ab") as f:
         f.write(b"from the shell\n")
     assert mount.tree.read(f"org/{org}/relay.md") == b"base\nfrom the agent\nfrom the shell\n"
     # The same while a reader holds the file open with the text it read (the body the `>>` shares).
     with open(note, "rb") as reader:
         assert reader.read() == b"base\nfrom the agent\nfrom the shell\n"
-        with mount.db.connection() as conn:
-            conn.execute("UPDATE artifacts SET content = content || 'agent again\n', version = version + 1"
-                         " WHERE display_path = %s AND deleted_at IS NULL", (f"org/{org}/relay.md",))
+        append_elsewhere("agent again\n")
         with open(note, "ab") as f:
             f.write(b"shell again\n")
     assert mount.tree.read(f"org/{org}/relay.md") == b"base\nfrom the agent\nfrom the shell\nagent again\nshell again\n"
+    # And while a writer that has saved everything holds it (an earlier `>>` whose close the
+    # kernel has not passed on yet looks the same).
+    idle = os.open(note, os.O_WRONLY | os.O_APPEND)
+    try:
+        append_elsewhere("agent last\n")
+        with open(note, "ab") as f:
+            f.write(b"shell last\n")
+    finally:
+        os.close(idle)
+    assert mount.tree.read(f"org/{org}/relay.md").endswith(b"shell again\nagent last\nshell last\n")
 
 
 def test_after_a_refused_save_the_mount_shows_what_the_store_holds(mount: Mount) -> None:
