@@ -197,8 +197,6 @@ def merge(rows: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]
     for c in current:
         if c["name"] not in loaded:
             out.theirs.append(f"added the column {c['name']} ({c['type']})")
-    for c in current:
-        if c["name"] not in loaded:
             out.rows.append(row_of(c))
             continue
         row, was = loaded[c["name"]]

@@ -174,6 +174,7 @@
   // A date and time with a part left empty: the browser holds it as "bad input" and would send
   // it as no value at all, which the server cannot tell from an emptied field.
   const partlyFilled = (el) => el.type === "datetime-local" && el.validity && el.validity.badInput;
+  const INCOMPLETE = "This date and time is incomplete: fill in every part.";  // (the server's sentence, data-incomplete, when the page has one)
   document.addEventListener("focusout", (ev) => {
     const control = ev.target.closest && ev.target.closest(".record-form .control");
     if (!control || !ev.target.name) return;
@@ -182,7 +183,7 @@
     if (control.dataset.kind === "number" && value && !/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value)) {
       text = "expected a number, such as 42 or 3.5";
     } else if (partlyFilled(ev.target)) {
-      text = control.dataset.incomplete || "This date and time is incomplete: fill in every part.";
+      text = control.dataset.incomplete || INCOMPLETE;
     } else if (control.hasAttribute("data-required") && !value && ev.target.type !== "checkbox") {
       text = "required";
     }
@@ -240,7 +241,7 @@
     ev.preventDefault();
     partial.forEach((el) => {
       const control = el.closest(".control");
-      hint(control, control.dataset.incomplete || "This date and time is incomplete: fill in every part.");
+      hint(control, control.dataset.incomplete || INCOMPLETE);
       const problem = control.querySelector(".problem.inline");
       problem.id = "incomplete-" + el.name;
       problem.setAttribute("role", "alert");
