@@ -51,7 +51,7 @@ class Gateway:
         # Logins verified once are reused without a query until a change that could end them is
         # announced (sql/060, store/login_watch.py); while that channel is down, one query each.
         self.login_watch = LoginWatch(db.conninfo).start()
-        checks = PasswordChecks(max(1, cores() // max(1, processes))) if processes > 1 else None
+        checks = PasswordChecks(max(1, cores() // processes)) if processes > 1 else None
         self.door = Door(db, watch=self.login_watch, checks=checks)
         # Off by default: without it every GET is one query, so gateways behind a load balancer
         # always read what any of them last wrote. With it (one gateway), repeated reads come from
