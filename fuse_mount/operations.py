@@ -356,7 +356,7 @@ class HostOperations(pyfuse3.Operations):
                 (h for h in self.handles.on_inode(inode) if h.writable), None)
             if handle is not None:
                 # Part of a save (open(O_TRUNC), ftruncate): commit with the writes that follow.
-                await self._load(handle)
+                await self._load(handle, writing=True)
                 self._in_memory("truncate", handle, handle.truncate, attr.st_size)
             elif attr.st_size != current.st_size:
                 # truncate(1) on a closed file: that is the whole save, one version now.
@@ -451,6 +451,7 @@ class HostOperations(pyfuse3.Operations):
                 if not source.dirty:
                     source.reload(node)
                     source.fill(data)
+                    source.current = True
             elif writing and not any(h.writable and not h.orphaned and h.body is source.body
                                      for h in self.handles.on_inode(inode)):
                 # (A description of this file open for writing already answers it: the file may
@@ -484,6 +485,7 @@ class HostOperations(pyfuse3.Operations):
             # text was gone.
             node, data = await self._current_writable(path)
             handle = self.handles.open(inode, path, writable=True, data=data, node=node)
+            handle.current = True
             handle.appending = bool(flags & os.O_APPEND)
             return pyfuse3.FileInfo(fh=handle.fh)
         # Reading: the bytes are fetched at the first read, and the kernel may keep the pages it
@@ -527,8 +529,20 @@ class HostOperations(pyfuse3.Operations):
         handle.exclusive = bool(flags & os.O_EXCL)
         return pyfuse3.FileInfo(fh=handle.fh), self._handle_attrs(handle)
 
-    async def _load(self, handle: OpenFile) -> None:
-        """The body, once per open: from the content cache when it holds it, else one query."""
+    async def _load(self, handle: OpenFile, *, writing: bool = False) -> None:
+        """The body, once per open: from the content cache when it holds it, else one query.
+        ``writing``: for a write into it, which must start from the store's own bytes (Body.current)."""
+        if writing and not (handle.dirty or handle.current):
+            # The body open() read past the caches is gone (a change event emptied it, the event of
+            # this mount's own earlier save among them) or was never there (a reader had loaded it
+            # from the cache): loaded again from the cache now, it could lack a change made
+            # elsewhere whose event is still on its way, and this write would save over it.
+            node, data = await self._call("write", handle.path, "current", handle.path)
+            if not (handle.dirty or handle.current):  # (nothing wrote or read it afresh meanwhile)
+                handle.reload(node)
+                handle.fill(data)
+                handle.current = True
+            return
         if not handle.loaded:
             hit = self._peek(handle.path)
             data = hit[1] if hit is not None else await self._call("read", handle.path, "read", handle.path)
@@ -543,7 +557,7 @@ class HostOperations(pyfuse3.Operations):
         handle = self.handles.get(fh)
         if not handle.writable:
             raise FUSEError(errno.EBADF)
-        await self._load(handle)
+        await self._load(handle, writing=True)
         if handle.appending:
             off = handle.size  # (see OpenFile.appending)
         return self._in_memory("write", handle, handle.write, off, buf)

@@ -44,7 +44,7 @@ class Body:
     of one file shares its Body (the FUSE mount), as a disk's descriptors share one file: two
     writers of different parts, or two appenders, both keep their bytes, whichever commits."""
 
-    __slots__ = ("data", "new", "exclusive", "dirty", "node", "changes", "refusal")
+    __slots__ = ("data", "new", "exclusive", "dirty", "node", "changes", "refusal", "current")
 
     def __init__(self, data: bytearray | None, *, new: bool) -> None:
         # The body as of open (read lazily) plus the writes since; None until first needed.
@@ -62,6 +62,12 @@ class Body:
         # A write that would pass the cap, refused as it came: the body is no longer what the
         # writer meant, so it is never committed; the commit reports this instead, once.
         self.refusal: StoreError | None = None
+        # The bytes are the store's own as it last answered (read past every cache, or committed
+        # here) or the writers' own (a file created or emptied), never a cache's copy: a cache
+        # lags a change made elsewhere by that change's event, and a front end that saves what a
+        # writer patched into a copy (FUSE's `>>`) reads the store again before the first write
+        # into a clean body that is not current, or the save would undo that change.
+        self.current = new
 
 
 def _shared(name: str) -> property:
@@ -79,6 +85,7 @@ class WriteHandle:
     node = _shared("node")
     _changes = _shared("changes")
     refusal = _shared("refusal")
+    current = _shared("current")
 
     def __init__(self, tree: Tree, path: str, *, new: bool = False, data: bytes | None = None,
                  body: Body | None = None) -> None:
@@ -141,7 +148,7 @@ class WriteHandle:
         """open(O_TRUNC): the body is empty from now on (for every description of the file). Not
         a write: a close before any write does not commit it (see flush)."""
         self._data = bytearray()
-        self.dirty = self.owes = True
+        self.dirty = self.owes = self.current = True
         self._changes += 1
 
     def truncate(self, size: int) -> None:
@@ -205,6 +212,7 @@ class WriteHandle:
             raise
         self.new = False
         self.node = node
+        self.current = True
         if self._changes == taken:
             self.dirty = self.wrote = self.owes = False
         return node
@@ -214,9 +222,10 @@ class WriteHandle:
         that wrote these bytes to another name)."""
         self.dirty = self.wrote = self.new = self.owes = False
         self.node = node
+        self.current = True
 
     def reload(self, node: object) -> None:
         """The file changed in the store (another writer committed it): read the new body when
         next needed, unless this body holds bytes not committed yet."""
         if not self.dirty:
-            self._data, self.node, self.new = None, node, False
+            self._data, self.node, self.new, self.current = None, node, False, False

@@ -596,38 +596,43 @@ def test_an_append_right_after_a_change_elsewhere_keeps_that_change(mount: Mount
     """`>>` opened before the event of a change made elsewhere has come back (10-20 ms after an
     agent's note_write) appends to the store's text, not to the copy the mount keeps: it used to
     save the text from before that change with its line added, and the change was lost. The
-    change here is made in SQL with no event at all, which stands for an event still on its way."""
+    change here is made in SQL with no event at all, which stands for an event still on its way.
+    Repeated: the event of the mount's own previous `>>` save (not told for its own while another
+    description is open) can come back between this `>>`'s open and its write, and the write used
+    to refill the body it emptied from the mount's copy (about one round in ten lost a change)."""
     org = mount.boot["org_id"]
     note = mount.org / "relay.md"
+    path = f"org/{org}/relay.md"
     note.write_bytes(b"base\n")
     assert note.read_bytes() == b"base\n"
 
     def append_elsewhere(text: str) -> None:
         with mount.db.connection() as conn:
             conn.execute("UPDATE artifacts SET content = content || %s, version = version + 1"
-                         " WHERE display_path = %s AND deleted_at IS NULL", (text, f"org/{org}/relay.md"))
+                         " WHERE display_path = %s AND deleted_at IS NULL", (text, path))
 
     append_elsewhere("from the agent\n")
     with open(note, "ab") as f:
         f.write(b"from the shell\n")
-    assert mount.tree.read(f"org/{org}/relay.md") == b"base\nfrom the agent\nfrom the shell\n"
-    # The same while a reader holds the file open with the text it read (the body the `>>` shares).
-    with open(note, "rb") as reader:
-        assert reader.read() == b"base\nfrom the agent\nfrom the shell\n"
-        append_elsewhere("agent again\n")
-        with open(note, "ab") as f:
-            f.write(b"shell again\n")
-    assert mount.tree.read(f"org/{org}/relay.md") == b"base\nfrom the agent\nfrom the shell\nagent again\nshell again\n"
-    # And while a writer that has saved everything holds it (an earlier `>>` whose close the
-    # kernel has not passed on yet looks the same).
-    idle = os.open(note, os.O_WRONLY | os.O_APPEND)
-    try:
-        append_elsewhere("agent last\n")
-        with open(note, "ab") as f:
-            f.write(b"shell last\n")
-    finally:
-        os.close(idle)
-    assert mount.tree.read(f"org/{org}/relay.md").endswith(b"shell again\nagent last\nshell last\n")
+    assert mount.tree.read(path) == b"base\nfrom the agent\nfrom the shell\n"
+    for n in range(20):
+        # While a reader holds the file open with the text it read (the body the `>>` shares).
+        with open(note, "rb") as reader:
+            assert reader.read() == mount.tree.read(path)
+            append_elsewhere(f"agent again {n}\n")
+            with open(note, "ab") as f:
+                f.write(b"shell again %d\n" % n)
+        assert mount.tree.read(path).endswith(b"agent again %d\nshell again %d\n" % (n, n)), n
+        # And while a writer that has saved everything holds it (an earlier `>>` whose close the
+        # kernel has not passed on yet looks the same).
+        idle = os.open(note, os.O_WRONLY | os.O_APPEND)
+        try:
+            append_elsewhere(f"agent last {n}\n")
+            with open(note, "ab") as f:
+                f.write(b"shell last %d\n" % n)
+        finally:
+            os.close(idle)
+        assert mount.tree.read(path).endswith(b"shell again %d\nagent last %d\nshell last %d\n" % (n, n, n)), n
 
 
 def test_after_a_refused_save_the_mount_shows_what_the_store_holds(mount: Mount) -> None:
