@@ -382,7 +382,7 @@ def empty_hint(conn: Conn, collection_id: int, name: str, columns: Sequence[Colu
         parts.append("where matches by column type: text by substring, and by similar spelling when the term has"
                      " no digit; a column with values exactly (one of its values); an array by an item the same"
                      ' way; number and datetime exactly or with {"gte": …, "lte": …}; boolean and id exactly;'
-                     " null matches a missing value. record_search matches words anywhere in the values.")
+                     " null matches a missing or null value. record_search matches words anywhere in the values.")
     return " ".join(parts)
 
 

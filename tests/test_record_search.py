@@ -184,6 +184,7 @@ def test_an_empty_narrowed_list_explains_itself(server, service, boot, people) -
             " age (number); met_at (datetime); vip (boolean); tags (array); langs (array, values en | fr | de).") in hint
     assert "A larger limit will not change the answer" in hint
     assert "where matches by column type: text by substring" in hint and "record_search matches words" in hint
+    assert "null matches a missing or null value" in hint  # (the spec's words: a key with null is one too)
     out = listing(server, service, boot, since="2999-01-01T00:00:00Z")
     assert out["hint"].startswith("record_list on people with since 2999-01-01T00:00:00Z matched no records.")
     assert "to check whether a record exists, use where on the unique column name without since, or record_search" \
