@@ -330,3 +330,117 @@ def test_columns_named_like_the_forms_own_fields_keep_their_values(browser: Brow
     assert "Saved." in browser.text()
     got = ok(operator.get(f"{server.url}/api/collections/{table['id']}/records/1"))
     assert (got["name"], got["originals"], got["tags"], got["version"]) == ("b", "keep me", ["a", "b"], 2)
+
+
+# --- 7. a stale save keeps what was typed as the draft -----------------------------------------------
+
+def test_a_stale_save_keeps_the_typed_change_as_a_draft_to_restore_after_leaving(
+        browser: Browser, boot, sites, operator, server) -> None:
+    """The stale page showed the newer values and the typed change only as a bullet, and dropped the
+    tab's draft: following "Back to" and opening the record again offered nothing, the edit was
+    gone. The draft is now the newer version with the change typed in: Restore brings it back and
+    the save writes only it, the other writer's change staying."""
+    add(operator, server, sites, {"site": "a.example", "stage": "lost", "size": 10, "notes": "quiet"})
+    browser.login(boot["email"], boot["password"])
+    record = f"/databases/{sites['id']}/records/1"
+    browser.open(record)
+    browser.fill({"notes": "called twice, wants a visit", "stage": "talking"})
+    ok(operator.patch(f"{server.url}/api/collections/{sites['id']}/records/1", json={"body": {"size": 20}}))
+    browser.press("Save")
+    assert "changed since you opened it" in browser.find(".flash.stale").text
+    assert browser.find('[name="notes"]').get_attribute("value") == "quiet"  # the newer values shown
+    browser.shot("stale-before-leaving")
+    browser.follow("Back to prospects")
+    browser.open(record)
+    offer = browser.find(".flash.draft").text
+    assert "was not saved: This record changed since you opened it." in offer, offer
+    assert browser.find('[name="notes"]').get_attribute("value") == "quiet"  # until restored
+    browser.button("Restore it").click()
+    assert not browser.finds(".flash.draft")
+    assert browser.find('[name="notes"]').get_attribute("value") == "called twice, wants a visit"
+    assert browser.find('[name="stage"]').get_attribute("value") == "talking"
+    assert browser.find('[name="size"]').get_attribute("value") == "20"  # the other writer's, kept
+    browser.shot("stale-draft-restored")
+    browser.press("Save")
+    assert "Saved." in browser.text() and not browser.finds(".flash.stale")
+    got = ok(operator.get(f"{server.url}/api/collections/{sites['id']}/records/1"))
+    assert (got["notes"], got["stage"], got["size"], got["version"]) == ("called twice, wants a visit", "talking", 20, 3)
+    # The save went through: the draft is gone.
+    browser.open(record)
+    assert not browser.finds(".flash.draft")
+
+
+def test_a_stale_save_of_a_list_and_a_cleared_date_keeps_them_as_the_draft(
+        browser: Browser, boot, db, operator, server) -> None:
+    """The draft of a stale page holds each change as its inputs take it: a list's ticked boxes, a
+    date and time cleared with its Clear box; a field changed on the stale page itself keeps what
+    was typed there."""
+    columns = [{"name": "name", "type": "text", "description": "a name", "required": True, "unique": False},
+               {"name": "tags", "type": "array", "description": "tags", "required": False, "unique": False,
+                "values": ["a", "b", "c"]},
+               {"name": "due", "type": "datetime", "description": "when", "required": False, "unique": False},
+               {"name": "notes", "type": "text", "description": "notes", "required": False, "unique": False}]
+    table = make_collection(db, boot["org_id"], "tasks", columns)
+    add(operator, server, table, {"name": "a", "tags": ["a"], "due": "2026-05-01T10:00:00Z", "notes": "n"})
+    browser.login(boot["email"], boot["password"])
+    record = f"/databases/{table['id']}/records/1"
+    browser.open(record)
+    browser.find('input[name="tags"][value="a"]').click()
+    browser.find('input[name="tags"][value="c"]').click()
+    browser.find('input[name="_clear.due"]').click()
+    ok(operator.patch(f"{server.url}/api/collections/{table['id']}/records/1", json={"body": {"name": "b"}}))
+    browser.press("Save")
+    assert "changed since you opened it" in browser.find(".flash.stale").text
+    browser.fill({"notes": "typed on the stale page"})
+    browser.follow("Back to tasks")
+    browser.open(record)
+    browser.button("Restore it").click()
+    assert [el.get_attribute("value") for el in browser.finds('input[name="tags"]') if el.is_selected()] == ["c"]
+    assert browser.find('input[name="_clear.due"]').is_selected() and browser.find('[name="due"]').get_attribute("value") == ""
+    assert browser.find('[name="notes"]').get_attribute("value") == "typed on the stale page"
+    assert browser.find('[name="name"]').get_attribute("value") == "b"
+    browser.press("Save")
+    assert "Saved." in browser.text()
+    got = ok(operator.get(f"{server.url}/api/collections/{table['id']}/records/1"))
+    assert (got["name"], got["tags"], got.get("due"), got["notes"]) == ("b", ["c"], None, "typed on the stale page")
+
+
+# --- 8. the Access tab on a phone ---------------------------------------------------------------------
+
+def test_the_access_tab_fits_a_phone_with_every_control_on_screen(phone: Browser, boot, sites, db) -> None:
+    """At 390 px the agents' select and Save were off the screen inside a table scrolling sideways,
+    and the Guilds table ended at 40 % of the page: each guild and agent is a block now."""
+    from store import admin
+    other = admin.create_guild(db, org_id=boot["org_id"], name="partnerships and channel sales of the north")
+    admin.create_agent(db, org_id=boot["org_id"], guild_id=other["id"], name="follow-up-agent-with-a-long-name")
+    phone.login(boot["email"], boot["password"])
+    phone.open(f"/databases/{sites['id']}/access")
+    phone.shot("access-390")
+    width = phone.driver.execute_script("return window.innerWidth")
+    assert phone.driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    for css in ("table.access-guilds", "table.access-agents"):
+        table = phone.find(css)
+        assert phone.driver.execute_script("return arguments[0].scrollWidth - arguments[0].clientWidth", table) <= 0
+        section = table.find_element(phone.By.XPATH, "..").rect
+        assert table.rect["width"] >= section["width"] - 1, (css, table.rect, section)
+        rows = table.find_elements(phone.By.CSS_SELECTOR, "tbody tr")
+        assert len(rows) >= 2
+        for tr in rows:
+            assert tr.rect["width"] >= table.rect["width"] - 2, (css, tr.text)  # as wide as the table
+            for el in tr.find_elements(phone.By.CSS_SELECTOR, "select, button"):
+                box = el.rect
+                assert box["x"] >= 0 and box["x"] + box["width"] <= width, (css, tr.text, box)
+    # The select and its Save still change an agent's row.
+    row = phone.finds("table.access-agents tbody tr")[0]
+    phone.fill({"mode": "read"}, within=row)
+    phone.press("Save", within=row)
+    assert "Access saved" in phone.text()
+    # On a wide screen it is still a table: headings shown, each row on one line.
+    phone.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                 {"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+    phone.open(f"/databases/{sites['id']}/access")
+    phone.shot("access-1366")
+    assert [th.text for th in phone.finds("table.access-agents thead th")][-1] == "Change the agent's row"
+    for tr in phone.finds("table.access-agents tbody tr, table.access-guilds tbody tr"):
+        assert len({round(td.rect["y"]) for td in tr.find_elements(phone.By.CSS_SELECTOR, "td")}) == 1, tr.text

@@ -305,6 +305,29 @@
       el.dispatchEvent(new Event("input", { bubbles: true }));
     });
   };
+  // A save refused as stale shows the newer values, and the person's changes only in its notice:
+  // the form's data-typed holds them (column -> what was typed: a text, or a list's ticked values;
+  // a date and time cleared is ""). The draft of that page is its form with them typed in, at the
+  // version the page shows, so Restore on the next visit brings them back without undoing the
+  // other writer's change. A field changed on that page itself keeps what it holds now.
+  const typedOf = (form) => {
+    try {
+      const typed = JSON.parse(form.getAttribute("data-typed") || "null");
+      return typed && typeof typed === "object" && !Array.isArray(typed) ? typed : null;
+    } catch (err) { return null; }
+  };
+  const columnOf = (name) => name.startsWith("_clear.") ? name.slice("_clear.".length) : name;
+  const withTyped = (form, typed, values) => {
+    const els = draftFields(form);
+    return values.map(([name, value], i) => {
+      const col = columnOf(name), el = els[i];
+      if (!el || !Object.prototype.hasOwnProperty.call(typed, col)) return [name, value];
+      const t = typed[col];
+      if (name !== col) return [name, t === ""];  // the Clear box: ticked when the date was cleared
+      if (Array.isArray(t)) return [name, el.type === "checkbox" ? t.includes(el.value) : value];
+      return [name, el.type === "checkbox" ? value : String(t)];
+    });
+  };
   const put = (key, value) => { try { storage.setItem(key, JSON.stringify(value)); } catch (err) { /* full */ } };
   const read = (key) => { try { return JSON.parse(storage.getItem(key) || "null"); } catch (err) { return null; } };
 
@@ -339,8 +362,19 @@
     // the task editor is not its page (data-draft-page says which is).
     const page = form.getAttribute("data-draft-page") || window.location.pathname;
     const key = DRAFT + page + "#" + (form.id || form.getAttribute("action"));
-    const shown = JSON.stringify(snapshot(form));
+    const shownValues = snapshot(form);
+    const shown = JSON.stringify(shownValues);
     let offering = false;
+    // What this form's draft holds: what it holds now, and on a stale save's page the person's
+    // changes in each column not changed here since (see withTyped).
+    const typed = typedOf(form);
+    const base = typed && withTyped(form, typed, shownValues);
+    const draftOf = (now) => {
+      if (!base || now.length !== base.length) return now;
+      const touched = new Set(now.filter(([name, v], i) => JSON.stringify(v) !== JSON.stringify(shownValues[i][1]))
+        .map(([name]) => columnOf(name)));
+      return now.map((entry, i) => touched.has(columnOf(entry[0])) ? entry : base[i]);
+    };
     // A refusal the form itself answered (problems, a stale save) already shows what was typed;
     // an editor that shows unsaved text (data-unsaved) keeps it as the draft until a save goes
     // through, so leaving the page (a link on the conflict page) does not lose it.
@@ -349,7 +383,7 @@
     const kept = answered ? null : read(key);
     // The refusal this page shows is why its text was not saved: the draft keeps that sentence.
     const refusal = answered && (answered.querySelector("strong, h2") || answered).textContent.trim();
-    if (unsaved) put(key, { at: Date.now(), values: snapshot(form), sent: false, reason: refusal || "" });
+    if (unsaved) put(key, { at: Date.now(), values: draftOf(snapshot(form)), sent: false, reason: refusal || "" });
     else if (answered) storage.removeItem(key);
     if (kept && Array.isArray(kept.values) && JSON.stringify(kept.values) !== shown) {
       offering = true;
@@ -378,7 +412,7 @@
       if (offering) return;  // the offered draft stays until it is restored or discarded
       const now = snapshot(form);
       if (JSON.stringify(now) === shown && !unsaved) storage.removeItem(key);
-      else put(key, { at: Date.now(), values: now, sent: false });
+      else put(key, { at: Date.now(), values: draftOf(now), sent: false });
     };
     form.addEventListener("input", keep);
     form.addEventListener("change", keep);
