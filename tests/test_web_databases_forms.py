@@ -382,7 +382,7 @@ def test_moving_a_table_to_a_guild_says_which_grants_it_drops(browser: Browser, 
     browser.fill({"owner": str(sales["guild_id"])})
     browser.shot("owner-before-move")
     browser.press("Save")
-    assert "Columns saved." in browser.text()
+    assert "Table moved to guild Sales." in browser.text()
     assert browser.find(".flash.moved").text == (
         "The table moved to guild Sales, whose agents alone reach it now. The move dropped every grant the table"
         " had: guild Research (read) and agent Seller (write).")
@@ -469,3 +469,38 @@ def test_a_guilds_own_table_offers_no_access_choice_to_other_guilds_agents(brows
     assert "Access saved." in browser.text()
     reach = ok(operator.get(api(server, f"/collections/{leads['id']}")))["access_list"]
     assert [(a["name"], a["mode"]) for a in reach["agents"]] == [("Scout", "read")]
+
+
+def test_removing_a_column_and_adding_one_of_its_name_in_one_save_is_refused(
+        browser: Browser, boot, db, operator, server) -> None:
+    """Remove ticked on notes and a new row named notes, saved at once, reached the store as the
+    column notes kept (a retype): every record kept its old notes under the new definition,
+    though the page said the removed column's values are dropped. Refused, with the two saves
+    that do it; nothing changes until then."""
+    visits = make_collection(db, boot["org_id"], "visits", VISITS)
+    first = add(operator, server, visits, {"host": "Ada", "notes": "old words"})
+    browser.login(boot["email"], boot["password"])
+    browser.open(f"/databases/{visits['id']}/columns")
+    browser.fill({"col-1-remove": "on", "col-2-name": "notes", "col-2-description": "fresh notes"})
+    browser.press("Save")
+    text = browser.text()
+    assert ('column "notes" is removed and added again: saved at once, the new "notes" would keep the removed'
+            ' one\'s values. Save the removal first (it drops "notes" from every record), then add the new'
+            ' column "notes"') in text, text
+    assert "Columns saved." not in text
+    browser.shot("columns-removed-and-added-refused")
+    table = ok(operator.get(api(server, f"/collections/{visits['id']}")))
+    assert [(c["name"], c["description"]) for c in table["columns"]] == [("host", "who we visit"),
+                                                                      ("notes", "anything else")]
+    assert get_record(operator, server, visits, first["id"])["notes"] == "old words"
+    # The two saves the sentence names: the values go with the removal, the new column starts empty.
+    browser.open(f"/databases/{visits['id']}/columns")
+    browser.fill({"col-1-remove": "on"})
+    browser.press("Save")
+    browser.fill({"col-1-name": "notes", "col-1-description": "fresh notes"})
+    browser.press("Save")
+    assert "Columns saved." in browser.text()
+    table = ok(operator.get(api(server, f"/collections/{visits['id']}")))
+    assert [(c["name"], c["description"]) for c in table["columns"]] == [("host", "who we visit"),
+                                                                      ("notes", "fresh notes")]
+    assert get_record(operator, server, visits, first["id"])["notes"] is None  # (missing: null)

@@ -65,7 +65,7 @@ def test_listed_values_with_commas_survive_a_save_of_the_purpose(browser: Browse
     browser.fill({"purpose": "companies by size"})
     browser.shot("columns-values")
     browser.press("Save")
-    assert "Columns saved" in browser.text()
+    assert "Purpose saved." in browser.text()
     got = ok(operator.get(f"{server.url}/api/collections/{sizes['id']}"))
     assert got["purpose"] == "companies by size" and got["columns"][0]["values"] == listed
     # Typed: one value a line, commas and all; blank lines are skipped.

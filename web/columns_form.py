@@ -19,9 +19,14 @@ from typing import Any
 from werkzeug.datastructures import MultiDict
 
 from store.columns import TYPES
+from store.errors import Invalid, rejected
 
 BLANK_ROWS = 3
+NEW_TABLE_BLANK_ROWS = 4   # (New table has no columns above its blank rows)
 _ROW = re.compile(r"col-([0-9]{1,3})-name\Z")
+# Where a store problem names a column: "column 2: ..." (counting the columns sent, from 1),
+# 'column 2 ("email"): ...' or 'column "email" ...'.
+_PROBLEM_AT = re.compile(r'column (?:([0-9]+)(?: \("[^"]*"\))?|"([a-z][a-z0-9_]*)")[: ]')
 
 
 FLAGS = ("type", "description", "required", "unique")   # what ``was`` holds besides the name and values
@@ -59,8 +64,8 @@ def parse(form: MultiDict) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     for row in rows:
         if row["remove"]:
             continue
-        if not row["name"] and not row["description"] and not row["from"] and not row["values"].strip():
-            continue  # an untouched blank row
+        if untouched(row):
+            continue
         column: dict[str, Any] = {"name": row["name"], "type": row["type"], "description": row["description"],
                                   "required": row["required"], "unique": row["unique"]}
         values = listed_values(row["values"], row["values_was"])
@@ -70,6 +75,49 @@ def parse(form: MultiDict) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             column["rename_from"] = row["from"]
         columns.append(column)
     return columns, rows
+
+
+def removed_and_added(rows: Sequence[Mapping[str, Any]]) -> Invalid | None:
+    """The refusal of a save that removes a column and adds a new one of the same name, or None.
+    The store is sent the columns that remain, where a column named as a current one, with no
+    rename_from, is that column: it would keep the removed column's values under the new
+    definition (as a retype does) instead of dropping them, as the operator asked. Two saves say
+    it: the removal first, then the new column. (A column renamed to a removed one's name is
+    fine: the store moves the renamed column's values there and drops the removed one's.)"""
+    removed = {row["from"] for row in rows if row["remove"] and row["from"]}
+    added = [row["name"] for row in rows if not row["remove"] and not row["from"] and row["name"] in removed]
+    if not added:
+        return None
+    return rejected("columns not saved: a removed column's name is taken by a new column in the same save",
+                    [f'column "{name}" is removed and added again: saved at once, the new "{name}" would keep '
+                     f'the removed one\'s values. Save the removal first (it drops "{name}" from every '
+                     f'record), then add the new column "{name}"' for name in dict.fromkeys(added)])
+
+
+def untouched(row: Mapping[str, Any]) -> bool:
+    """A blank row left as it was: nothing typed in it and no column behind it (a save skips it)."""
+    return not (row["name"] or row["description"] or row["from"] or row["values"].strip())
+
+
+def editor_rows(rows: list[dict[str, Any]], problems: list[str], *, blank: int = BLANK_ROWS) -> list[dict[str, Any]]:
+    """The editor's rows shown again after a refused save: the rows as typed, without the untouched
+    blank ones, then ``blank`` empty rows (as many as the editor first had: a blank row more on each
+    refusal grew the form). Each row that a problem names carries it, to be shown beside the row."""
+    kept = [dict(r, problems=[]) for r in rows
+            if not untouched(r) or r["type"] != "text" or r["required"] or r["unique"]]
+    sent = [r for r in kept if not r["remove"] and not untouched(r)]
+    for problem in problems:
+        m = _PROBLEM_AT.match(problem)
+        if not m:
+            continue
+        if m.group(1):
+            at = int(m.group(1)) - 1
+            row = sent[at] if 0 <= at < len(sent) else None
+        else:
+            row = next((r for r in sent if r["name"] == m.group(2)), None)
+        if row is not None:
+            row["problems"].append(problem)
+    return kept + [blank_row() for _ in range(blank)]
 
 
 def listed_values(text: str, was: str) -> list[str]:

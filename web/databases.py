@@ -8,6 +8,7 @@ bookmarked and the back button works; the same query goes to the store as the re
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -22,7 +23,7 @@ from store.errors import Conflict, Invalid, LimitReached, NotFound, Precondition
 from store.paths import COLLECTION_NAME, collection_path, record_path
 from store.values import shown
 from web import columns_form, export, live, record_form
-from web.errors import status_of
+from web.errors import status_of, store_error_page
 from web.forms import form_id
 from web.provenance import strip as provenance_strip
 from web.security import db, in_view, login_required, principal, session
@@ -42,6 +43,36 @@ def _collection(conn: Any, collection_id: int, **kwargs: Any) -> Any:
     c = collection_for_member(conn, principal(), collection_id, **kwargs)
     in_view(c.org_id)
     return c
+
+
+@bp.errorhandler(NotFound)
+def _not_found(exc: NotFound) -> ResponseReturnValue:
+    """A table or record address that leads nowhere, said for an operator (the store's sentence is
+    written for agents: "unknown collection 7", "record_list or record_search find ids")."""
+    args = request.view_args or {}
+    collection_id = args.get("collection_id")
+    if collection_id is None:
+        return store_error_page(exc)
+    with db().connection() as conn:
+        try:
+            c = _collection(conn, collection_id)
+        except NotFound:
+            c = None
+    if c is None:  # (another organisation's table reads the same: ids reveal nothing)
+        return render_template("databases/gone.html", nav="databases", visited=True, collection_id=collection_id,
+                               name=None, deletion=None), 404
+    record_id = args.get("record_id")
+    if record_id is None or request.endpoint not in _RECORD_PAGES:
+        return store_error_page(exc)
+    with db().connection() as conn:
+        deletion = _deletion(conn, record_path(c.org_id, c.name, record_id))
+    return render_template("databases/gone.html", nav="databases", visited=True, c=c, record_id=record_id,
+                           deletion=deletion, view=_view()), 404
+
+
+# The record routes whose NotFound is the record's: its page, its delete's confirmation and the
+# delete (the form's own saves say a deletion meanwhile themselves).
+_RECORD_PAGES = ("databases.record", "databases.confirm_delete_record", "databases.delete_record")
 
 
 # --- the list of tables ---------------------------------------------------------------------------
@@ -87,8 +118,8 @@ def _guild_id(raw: str) -> Any:
 def new_table() -> ResponseReturnValue:
     owner = request.args.get("owner", "")
     return render_template("databases/new.html", nav="databases", form={"name": "", "purpose": "", "owner": owner},
-                           rows=columns_form.rows_of([], blank=4), owners=_owner_choices(),
-                           types=columns_form.types(), problems=[], error=None)
+                           rows=columns_form.rows_of([], blank=columns_form.NEW_TABLE_BLANK_ROWS),
+                           owners=_owner_choices(), types=columns_form.types(), problems=[], error=None)
 
 
 @bp.post("/databases/new")
@@ -103,18 +134,24 @@ def create_table() -> ResponseReturnValue:
         c = colls.create_collection(db(), principal(), session().org_id, body)
     except (Invalid, Conflict, LimitReached, NotFound) as exc:  # the form again, as it was typed
         return render_template("databases/new.html", nav="databases", form=form,
-                               rows=rows + [columns_form.blank_row()], owners=_owner_choices(),
-                               types=columns_form.types(), error=exc.head,
+                               rows=columns_form.editor_rows(rows, exc.problems,
+                                                             blank=columns_form.NEW_TABLE_BLANK_ROWS),
+                               owners=_owner_choices(), types=columns_form.types(), error=exc.head,
                                problems=exc.problems), status_of(exc)
     return redirect(url_for("databases.table", collection_id=c.id, done="created"))
 
 
 # --- a table --------------------------------------------------------------------------------------
 
-def _filters(columns: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
-    """(the store's where, the filter inputs as sent) from f.<column>[.gte|.lte] parameters."""
+def _filters(columns: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """(the store's where, the filter inputs as sent, the problems of f. parameters this table's
+    page cannot make) from f.<column>[.gte|.lte] parameters. A bookmarked view's filter on a column
+    renamed or removed since, or one in a form the page does not make (an exact number), is named
+    with what would work instead of being dropped: dropped, the view would look filtered and list
+    every record."""
     where: dict[str, Any] = {}
     sent: dict[str, str] = {}
+    by_name = {c["name"]: c for c in columns}
     for c in columns:
         name, kind = c["name"], c["type"]
         if kind in ("number", "datetime"):
@@ -137,7 +174,37 @@ def _filters(columns: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, s
             where[name] = None
         else:
             where[name] = raw
-    return where, sent
+    return where, sent, _filter_problems(by_name)
+
+
+def _filter_problems(by_name: dict[str, dict[str, Any]]) -> list[str]:
+    """Each f. parameter with a value that ``_filters`` did not take, and what would work."""
+    problems = []
+    for key in dict.fromkeys(request.args):
+        raw = request.args.get(key, "").strip()
+        if not key.startswith("f.") or not raw:
+            continue
+        rest = key[2:]
+        column, op = (rest[:-4], rest[-3:]) if rest.endswith((".gte", ".lte")) else (rest, "")
+        col = by_name.get(column)
+        asked, value = f"{_cut(key)}={_cut(raw)}", _cut(raw)
+        if col is None:
+            known = ", ".join(by_name)
+            problems.append(f"{asked}: this table has no column {_cut(column)} (it may have been renamed or removed"
+                            f" since this view was saved); " + (f"its columns are {known}" if known else
+                                                                "it has no columns"))
+        elif col["type"] in ("number", "datetime") and not op:
+            problems.append(f"{asked}: {column} is a {col['type']} column, which this page filters by a range"
+                            f" (from, to): f.{column}.gte={value}&f.{column}.lte={value} for exactly {value}")
+        elif col["type"] not in ("number", "datetime") and op:
+            problems.append(f"{asked}: {column} is a {col['type']} column, which has no range: filter it with"
+                            f" f.{column}={value}")
+    return problems
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    """Part of an address as typed, shortened so that a long one cannot flood the notice."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _bound(kind: str, op: str, raw: str) -> Any:
@@ -164,12 +231,15 @@ def table_state(collection: Any) -> dict[str, Any]:
     """The view a table page's URL asks for; ``bad_page``: the problem of a page parameter that
     is no page number (the page answers 400 with it, as the store's sentence answers a bad sort)."""
     columns = collection.columns
-    where, sent = _filters(columns)
+    where, sent, view_problems = _filters(columns)
     sort = request.args.get("sort", "").strip()
-    direction = "desc" if request.args.get("dir") == "desc" else "asc"
+    raw_dir = request.args.get("dir", "").strip()
+    direction = "desc" if raw_dir == "desc" else "asc"
+    if raw_dir not in ("", "asc", "desc"):
+        view_problems.append(f"dir={_cut(raw_dir)}: the direction is asc (ascending) or desc (descending)")
     page, bad_page = _page()
     return {"q": request.args.get("q", "").strip(), "where": where, "filters": sent, "sort": sort,
-            "dir": direction, "page": page, "bad_page": bad_page}
+            "dir": direction, "page": page, "bad_page": bad_page, "view_problems": view_problems}
 
 
 def load_rows(conn: Any, collection: Any, state: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +287,12 @@ def table(collection_id: int) -> ResponseReturnValue:
             try:
                 out = load_rows(conn, c, state)
             except Invalid as exc:
-                error, problems, status = exc.head, exc.problems, 422
+                # (the store's head names its tool, "listing arguments rejected": the problems say it)
+                error, problems, status = VIEW_ERROR, exc.problems or [exc.head], 422
+            if state["view_problems"]:
+                # Not the records without those parts: that would read as a view that matched them all.
+                out = {"total": 0, "records": []}
+                error, problems, status = VIEW_ERROR, state["view_problems"] + problems, 422
         # Unfiltered, the listing's total is the table's count: no second count.
         count = colls.record_counts(conn, [c.id]).get(c.id, 0) if filtering or error else out["total"]
     total = out["total"]
@@ -233,6 +308,8 @@ def table(collection_id: int) -> ResponseReturnValue:
         record_suffix="?" + urlencode({"view": view_q}) if view_q else "")
     return html, status
 
+
+VIEW_ERROR = "This view's address asks for something this table cannot do:"
 
 # --- export, clear, delete ------------------------------------------------------------------------
 
@@ -603,7 +680,8 @@ def _columns_page(c: Any, *, form: dict[str, str], rows: list[dict[str, Any]], e
         owners=_owner_choices(directory), types=columns_form.types(), etag=etag, error=error, problems=problems or [],
         conflict=conflict, grants=_grant_labels(reach), owner_name=guild_names.get(c.guild_id, ""),
         moved=_moved_sentence(c, reach, directory) if request.method == "GET" else None,
-        done=DONE.get(request.args.get("done", ""))), status
+        done=(_saved_sentence(c, guild_names.get(c.guild_id, "")) or DONE.get(request.args.get("done", "")))
+        if request.method == "GET" else None), status
 
 
 @bp.get("/databases/<int:collection_id>/columns")
@@ -631,6 +709,8 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
     if _guild_id(form["owner"]) != c.guild_id:
         body["guild_id"] = _guild_id(form["owner"])
     try:
+        if (refusal := columns_form.removed_and_added(rows)) is not None:
+            raise refusal
         changed = colls.alter_collection(db(), principal(), collection_id, body,
                                          if_match=request.form.get("etag") or None)
     except PreconditionFailed:
@@ -640,15 +720,33 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
             raise
         with db().connection() as conn:
             c = _collection(conn, collection_id)
-        return _columns_page(c, form=form, rows=rows + [columns_form.blank_row()],
+        return _columns_page(c, form=form, rows=columns_form.editor_rows(rows, exc.problems),
                              etag=request.form.get("etag", ""), error=exc.head, problems=exc.problems,
                              status=status_of(exc))
-    if "guild_id" not in body:
-        return redirect(url_for("databases.columns", collection_id=collection_id, done="columns"))
+    saved = [key for key, was, now in (("columns", c.columns, changed.columns), ("name", c.name, changed.name),
+                                       ("purpose", c.purpose, changed.purpose),
+                                       ("owner", c.guild_id, changed.guild_id)) if was != now]
+    if not saved:
+        return redirect(url_for("databases.columns", collection_id=collection_id, done="unchanged"))
+    if "owner" not in saved:
+        return redirect(url_for("databases.columns", collection_id=collection_id, done="columns",
+                                saved=",".join(saved)))
     with db().connection() as conn:
         after = colls.access_list(conn, changed)
-    return redirect(url_for("databases.columns", collection_id=collection_id, done="columns",
+    return redirect(url_for("databases.columns", collection_id=collection_id, done="columns", saved=",".join(saved),
                             moved_from=c.guild_id or "org", dropped=_dropped(before, after) or None))
+
+
+def _saved_sentence(c: Any, owner_name: str) -> str | None:
+    """What a save on the Columns tab changed (``saved``: columns, name, purpose, owner), said
+    after it as the table is now; None without ``saved`` (the plain "Columns saved.")."""
+    raw = request.args.get("saved", "")
+    if request.args.get("done") != "columns" or not raw:
+        return None
+    keys = raw.split(",")
+    said = {"columns": "Columns saved.", "name": f"Table renamed to {c.name}.", "purpose": "Purpose saved.",
+            "owner": f"Table moved to guild {owner_name}." if c.guild_id else "Table moved to the organisation."}
+    return " ".join(said[k] for k in said if k in keys) or None
 
 
 # --- a move's grants, said after the save -----------------------------------------------------------
@@ -669,7 +767,11 @@ def _dropped_labels(raw: str, reach: dict[str, list[dict[str, Any]]], directory:
     table now, so an edited address cannot claim that a grant in force was dropped."""
     names = {"g": {g["id"]: g["name"] for g in directory["guilds"]},
              "a": {a["id"]: a["name"] for a in directory["agents"]}}
-    holding = {"g": {g["guild_id"] for g in reach["guilds"]}, "a": {a["agent_id"] for a in reach["agents"]}}
+    # The guild the table moved to held a grant too, which the move dropped: it reaches the table
+    # as its owner now, with no grant row (a guild's own table takes none).
+    holding = {"g": {g["guild_id"] for g in reach["guilds"] if not g["own"]},
+               "a": {a["agent_id"] for a in reach["agents"]}}
+    owner = next((g["guild_id"] for g in reach["guilds"] if g["own"]), None)
     out = []
     for item in raw.split(","):
         kind = item.strip()[:1]
@@ -678,7 +780,8 @@ def _dropped_labels(raw: str, reach: dict[str, list[dict[str, Any]]], directory:
             continue
         sid = int(subject)
         if sid in names[kind] and sid not in holding[kind]:
-            out.append(f"{'guild' if kind == 'g' else 'agent'} {names[kind][sid]} ({mode})")
+            now = ", replaced by the owner's write" if kind == "g" and sid == owner else ""
+            out.append(f"{'guild' if kind == 'g' else 'agent'} {names[kind][sid]} ({mode}{now})")
     return out
 
 
@@ -790,7 +893,9 @@ def access(collection_id: int, *, error: str | None = None, problems: list[str] 
             agent_rows.append(row)
     return render_template("databases/access.html", nav="databases", c=c, guild_rows=guild_rows,
                            agent_rows=agent_rows, outsiders=outsiders, owner_name=guild_names.get(c.guild_id, ""),
-                           done=DONE.get(request.args.get("done", "")), error=error, problems=problems or []), status
+                           done=(_access_sentence(guild_rows, agent_rows + outsiders)
+                                 or DONE.get(request.args.get("done", ""))),
+                           error=error, problems=problems or []), status
 
 
 @bp.post("/databases/<int:collection_id>/access")
@@ -801,12 +906,43 @@ def save_access(collection_id: int) -> ResponseReturnValue:
         if request.form.get("agent_id"):
             agent_id = form_id("agent_id")
             colls.set_agent_access(db(), principal(), agent_id, {"collection_id": collection_id, "mode": mode})
+            who = f"a{agent_id}"
         else:
             guild_id = form_id("guild_id")
             colls.set_guild_access(db(), principal(), guild_id, {"collection_id": collection_id, "mode": mode})
+            who = f"g{guild_id}"
     except Invalid as exc:
         return access(collection_id, error=exc.head, problems=exc.problems, status=status_of(exc))
-    return redirect(url_for("databases.access", collection_id=collection_id, done="access"))
+    return redirect(url_for("databases.access", collection_id=collection_id, done="access", who=who))
+
+
+_READS = {"read": "reads", "write": "reads and writes"}
+
+
+def _access_sentence(guild_rows: list[dict[str, Any]], agent_rows: list[dict[str, Any]]) -> str | None:
+    """After a save on the Access tab (``who``: g<guild id> or a<agent id>), what that guild or
+    agent has now, as the page shows it; None for an address that names neither."""
+    raw = request.args.get("who", "")
+    if request.args.get("done") != "access" or raw[:1] not in ("g", "a") or not raw[1:].isdigit():
+        return None
+    sid = int(raw[1:])
+    if raw[0] == "g":
+        g = next((g for g in guild_rows if g["id"] == sid), None)
+        if g is None:
+            return None
+        now = f"now {_READS[g['mode']]} this table" if g["mode"] else "has no access to this table now"
+        return f"Access saved. Guild {g['name']} {now}."
+    a = next((a for a in agent_rows if a["id"] == sid), None)
+    if a is None:
+        return None
+    if a["agent_mode"] is None:
+        has = f"{_READS[a['effective']]} this table" if a["effective"] else "has no access to this table"
+        now = f"now follows its guild: {has}"
+    elif a["agent_mode"] == "none":
+        now = "has no access to this table now (its own row says none)"
+    else:
+        now = f"now {_READS[a['agent_mode']]} this table"
+    return f"Access saved. Agent {a['name']} {now}."
 
 
 # --- live refresh ---------------------------------------------------------------------------------
