@@ -206,7 +206,42 @@ def _decode_chunked(environ: dict[str, Any], method: str, path: str, cap: int) -
     if over:
         return Refusal("413 Content Too Large", f"the chunked body is over {cap} bytes; {_what(method, path)}. "
                                                 "Nothing was stored")
+    refusal = _skip_trailers(stream)
+    if refusal is not None:
+        return refusal
     environ["wsgi.input"] = io.BytesIO(data)
     environ["CONTENT_LENGTH"] = str(len(data))
     environ.pop("HTTP_TRANSFER_ENCODING", None)
     return None
+
+
+def _skip_trailers(stream: Any) -> Refusal | None:
+    """Read and drop the trailer fields after the last chunk, up to the empty line that ends the
+    body (RFC 9112 7.1.2: a recipient may discard them; none is used here). Left unread, the first
+    trailer line (or that empty line) was read as the connection's next request line: a 400
+    "Malformed Request-Line", and the next request was never answered. Bounded by the stream's
+    ``maxlen``, as the chunks are; the door has the whole body, trailers included, in memory
+    before a worker reads it (``_Parked._chunks_done``), so this never waits on the client."""
+    trailer_lines = getattr(stream, "read_trailer_lines", None)
+    if trailer_lines is None or not getattr(stream, "closed", False):
+        return None   # not cheroot's ChunkedRFile, or a body not read to its last chunk
+    try:
+        for _ in trailer_lines():
+            pass
+    except ValueError:
+        return Refusal("400 Bad Request", "the trailer fields after the last chunk are malformed: each is a "
+                                          "'Name: value' line ending in CRLF, and an empty line (CRLF) ends "
+                                          "them; send them so, or send none. Nothing was stored")
+    except MaxSizeExceeded:
+        return _trailers_too_large(stream)
+    except OSError as exc:
+        if "Too Large" not in str(exc):  # ChunkedRFile's own refusal is an IOError with this text
+            raise
+        return _trailers_too_large(stream)
+    return None
+
+
+def _trailers_too_large(stream: Any) -> Refusal:
+    return Refusal("413 Content Too Large", f"the chunked body with its trailer fields is over "
+                                            f"{stream.maxlen} bytes; send fewer or shorter trailer fields "
+                                            "(none are needed here). Nothing was stored")
