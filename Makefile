@@ -44,7 +44,7 @@ test: $(STAMP)
 
 # Each benchmark prints its figures beside a plain-files or raw-SQL reference run in the same
 # process, as a ratio (the README's performance table comes from these).
-BENCHES = notes records collections_schema dav dav_app scale fuse door web
+BENCHES = notes records collections_schema dav dav_app scale locks fuse door web
 
 bench: $(STAMP)
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) -m bench.$$b || exit 1; done

@@ -59,7 +59,7 @@ class FastPaths:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         # The live locks this thread read belong to its previous request: forget them before
         # anything (WsgiDAV's dir browser resolves the path before the provider's handler runs).
-        reset_request_cache()
+        reset_request_cache(environ)
         # The dates of conditional requests, once for every method and path (the fast paths and
         # WsgiDAV evaluate them): one WsgiDAV cannot read would otherwise be a 500.
         headers.normalize_dates(environ)

@@ -1,9 +1,12 @@
 """WsgiDAV's lock storage interface (LockStorageDict's methods) over store.locks.
 
 Locks live in PostgreSQL so that a lock taken through one gateway process is honoured by every
-other. A listing asks for the locks of every member; the live leases are read once per request
-(there are few) and kept in a per-thread cache that the DAV app resets at each request start and
-that every change here empties. While the process's watch (store/login_watch.py) says nothing
+other. A listing asks for the locks of every member; the live leases are read once per request,
+without their owners (read when a lock is shown), only those that can matter to it (an
+organisation's, ``request_scope``), and kept in a per-thread cache that the DAV app resets at each
+request start and that every change here empties. A login holds at most store.locks'
+MAX_LIVE_PER_HOLDER of them, and an owner is capped, so what one member can make every request
+read is bounded. While the process's watch (store/login_watch.py) says nothing
 happened to any lock since a read found none at all, that read is not repeated: most writes
 happen with no lock anywhere, and each saves a round trip. A lock taken through another process
 reaches this one by notification (sql/060) within milliseconds of its commit; a write in that
@@ -11,11 +14,12 @@ window is not checked against it, as a write racing the LOCK request itself woul
 on a side file is seen by its holder alone (``viewing``): each user's side file is their own."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from wsgidav import util
 from wsgidav.dav_error import PRECONDITION_CODE_LockConflict, DAVError, DAVErrorCondition
@@ -34,10 +38,36 @@ LOCK_TIME_OUT_MAX = 4 * 604800
 _local = threading.local()
 
 
-def reset_request_cache() -> None:
-    """Forget what this thread read for the previous request, and whose request it was."""
+def reset_request_cache(environ: dict[str, Any] | None = None) -> None:
+    """Forget what this thread read for the previous request, and whose request it was.
+    ``environ``: the new request, whose scope (``request_scope``) bounds the leases it reads."""
     _local.leases = None
     _local.viewer = None
+    _local.scope = request_scope(environ) if environ is not None else ""
+
+
+# One organisation's folder in a request's path: the request then reads only the leases on that
+# folder, above it or below it. Conservative on purpose: a path that could be normalised to
+# another place ("." or ".." segments, "//", a "%" WsgiDAV may decode again), a Destination
+# elsewhere, or a tagged If header (naming resources anywhere) reads every lease, as before.
+_ORG_PATH = re.compile(r"(?:" + re.escape(MOUNT_PATH) + r")?/(org/[1-9][0-9]{0,18})(?:/[^/%]+)*/?")
+
+
+def request_scope(environ: dict[str, Any]) -> str:
+    """The tree folder every lock that can matter to this request lies on, above or below: an
+    organisation's folder ("org/7") when the request stays inside it, else "" (the whole store).
+    A lock anywhere else cannot cover, conflict with, or be shown by it: read only these, one
+    organisation's locks cost nothing to the others' requests."""
+    match = _ORG_PATH.fullmatch(environ.get("PATH_INFO", ""))
+    # (an If header of tagged lists starts with a resource, "<...>"; untagged ones with "(")
+    if match is None or "/." in environ["PATH_INFO"] or environ.get("HTTP_IF", "").lstrip().startswith("<"):
+        return ""
+    destination = environ.get("HTTP_DESTINATION")
+    if destination is not None:
+        there = _ORG_PATH.fullmatch(urlsplit(destination).path)
+        if there is None or there.group(1) != match.group(1) or "/." in destination:
+            return ""
+    return match.group(1)
 
 
 def viewing(principal_name: str) -> None:
@@ -46,11 +76,9 @@ def viewing(principal_name: str) -> None:
     _local.viewer = principal_name
 
 
-def _seen(lock: dict[str, Any]) -> bool:
-    viewer = getattr(_local, "viewer", None)
-    if viewer is None or lock.get("principal") in (None, viewer):
-        return True
-    return not is_side_path(tree_path(lock["root"]))
+def _seen_by(viewer: str | None, lock: dict[str, Any]) -> bool:
+    """Whether the request's login (None: not known yet) sees ``lock``, a lock on a side file."""
+    return viewer is None or lock.get("principal") in (None, viewer)
 
 
 def _granting(on: bool) -> None:
@@ -66,14 +94,53 @@ def _ref_url(path: str) -> str:
     return quote("/" + path)
 
 
+def owner_text(owner: Any) -> str:
+    """A LOCK's <D:owner> XML (bytes, as WsgiDAV hands it over) as the text a lease stores."""
+    owner = owner or b""
+    return owner.decode("utf-8", "replace") if isinstance(owner, bytes) else str(owner)
+
+
+class _Owners:
+    """The owners of the locks one read left out (leases.covering(owners=False)), read at once the
+    first time a lock of that read is shown: most requests only ask which paths are locked, and
+    owners (up to leases.MAX_OWNER_BYTES each) are most of the leases' bytes."""
+
+    def __init__(self, db: Database, tokens: list[str]) -> None:
+        self._db, self._tokens, self._owners = db, tokens, None
+
+    def of(self, token: str) -> bytes:
+        if self._owners is None:
+            with self._db.connection() as conn:
+                self._owners = leases.owners(conn, self._tokens)
+        return self._owners.get(token, "").encode("utf-8")
+
+
+class _Lock(dict):
+    """A lock dict whose ``owner`` is read when first asked for (``lock["owner"]``, as WsgiDAV's
+    lockdiscovery and propfind.py read it); a lock that was unlocked meanwhile shows none."""
+
+    def __init__(self, owners: _Owners, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owners = owners
+
+    def __missing__(self, key: str) -> Any:
+        if key != "owner":
+            raise KeyError(key)
+        value = self["owner"] = self._owners.of(self["token"])
+        return value
+
+
 class PgLockStorage:
     """LockStorageDict's interface, stored in path_leases."""
 
     def __init__(self, db: Database, *, watch: LoginWatch | None = None) -> None:
         self.db = db
         self.watch = watch
-        # (the watch's lease generation, changes made here) when a read found no lock at all.
-        self._none_at: tuple[int, int] | None = None
+        # (the watch's lease generation, changes made here) when reads found no lock in the scopes
+        # of ``_empty_scopes`` ("": the whole store): until something changes, those reads are
+        # skipped (most requests happen with no lock anywhere near them).
+        self._empty_at: tuple[int, int] | None = None
+        self._empty_scopes: set[str] = set()
         self._changes = 0
         self._known_lock = threading.Lock()
 
@@ -100,14 +167,18 @@ class PgLockStorage:
         NOTIFY to come back."""
         with self._known_lock:
             self._changes += 1
-            self._none_at = None
-        reset_request_cache()
+            self._empty_at = None
+        _local.leases = None   # (read again, in the same scope, by whatever the request asks next)
 
-    def _to_lock(self, lease: dict[str, Any]) -> dict[str, Any]:
+    def _to_lock(self, lease: dict[str, Any], owners: _Owners | None = None) -> dict[str, Any]:
+        """WsgiDAV's lock dict of a lease; ``owners``: the lease was read without its owner, which
+        the lock reads from there when it is shown."""
         lock = {k: v for k, v in lease.items() if k not in ("path", "expires_at")}
         lock["root"] = _ref_url(lease["path"]) if lease["path"] else "/"
-        lock["owner"] = lock.get("owner", "").encode("utf-8")
         lock["expire"] = lease["expires_at"].timestamp()
+        if owners is not None:
+            return _Lock(owners, lock)
+        lock["owner"] = lock.get("owner", "").encode("utf-8")
         return lock
 
     def get(self, token: str) -> dict[str, Any] | None:
@@ -127,10 +198,8 @@ class PgLockStorage:
         lock["expire"] = time.time() + timeout
         validate_lock(lock)
         lock["token"] = generate_lock_token()
-        owner = lock.get("owner") or b""
         data = {"type": lock["type"], "scope": lock["scope"], "depth": lock["depth"],
-                "owner": owner.decode("utf-8", "replace") if isinstance(owner, bytes) else str(owner),
-                "timeout": timeout, "principal": lock.get("principal")}
+                "owner": owner_text(lock.get("owner")), "timeout": timeout, "principal": lock.get("principal")}
         with self.db.transaction() as conn:
             leases.create(conn, lock["token"], tree_path(root), data,
                           datetime.fromtimestamp(lock["expire"], timezone.utc))
@@ -165,20 +234,28 @@ class PgLockStorage:
             watched = self.watch is not None and not getattr(_local, "granting", False)
             generation = self.watch.leases() if watched else None  # type: ignore[union-attr]
             known = None if generation is None else (generation, self._changes)
-            if known is not None and known == self._none_at:
+            scope = getattr(_local, "scope", "")
+            if known is not None and known == self._empty_at and not self._empty_scopes.isdisjoint((scope, "")):
                 cached = _local.leases = []
             else:
                 with self.db.connection() as conn:
-                    cached = _local.leases = [self._to_lock(x) for x in leases.under(conn, "")]
-                if not cached and known is not None:
+                    found = leases.under(conn, scope, owners=False)
+                owners = _Owners(self.db, [x["token"] for x in found])
+                # (tree path, on a side file, lock): a request asks this list several times (a PUT
+                # eight), each over every live lock, so what each asks of a lock is worked out once.
+                cached = _local.leases = [(x["path"], is_side_path(x["path"]), self._to_lock(x, owners))
+                                          for x in found]
+                if known is not None and not found:
                     with self._known_lock:
                         if known[1] == self._changes:
-                            self._none_at = known
+                            if self._empty_at != known:
+                                self._empty_at, self._empty_scopes = known, set()
+                            self._empty_scopes.add(scope)
         out = []
-        for lock in cached:
-            if lock["expire"] < time.time() or not _seen(lock):
+        now, viewer = time.time(), getattr(_local, "viewer", None)
+        for lpath, side, lock in cached:
+            if lock["expire"] < now or (side and not _seen_by(viewer, lock)):
                 continue
-            lpath = tree_path(lock["root"])
             if (include_root and lpath == target) or (
                     include_children and (target == "" or lpath.startswith(target + "/"))):
                 out.append(lock["token"] if token_only else lock)
@@ -212,6 +289,9 @@ class HostLockManager(LockManager):
     root needs the token of one of them, held by the same principal."""
 
     def acquire(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        # An owner over the store's cap is refused before the grant lock and the read of the live
+        # locks (leases.create checks it again, with the holder's count, for every front end).
+        leases.check_owner(owner_text(kwargs.get("lock_owner")))
         with leases.one_grant_at_a_time(self.storage.db):
             _local.leases = None  # read afresh under the grant's lock
             _granting(True)

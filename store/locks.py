@@ -16,9 +16,24 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from store.db import Conn, Database, like_escape
-from store.errors import Locked
+from store.errors import LimitReached, Locked, TooLarge
+from store.properties import MAX_VALUE_BYTES
 
 Lease = dict[str, Any]
+
+# A lease's owner (WebDAV's <D:owner> XML, as stored) is capped as a dead property's value is, and
+# for the same reason: every lock-aware request reads the live leases with their data, and a
+# listing shows each one's owner (lockdiscovery). Uncapped, 40 locks of 1 MB owners made every
+# request of every member take a second and a folder's allprop listing 100 MB.
+MAX_OWNER_BYTES = MAX_VALUE_BYTES
+# Live leases one holder (a login) may hold at once. Clients lock the files they have open: an
+# editor one or a few, a sync client a folder at a time; a thousand is far beyond any of them, and
+# it bounds what one member can add to the leases every lock-aware request reads (with the owner
+# cap: at most about 4 MB per member). Over it, LimitReached, the store's class for a count cap:
+# WebDAV answers 507 Insufficient Storage (dav_provider/errors.py; RFC 4918 11.5: the server cannot
+# store what the request needs), not 423 or 409, which say this file is locked or in conflict and
+# send a client to wait or merge, nor 403, which says this login may never lock it.
+MAX_LIVE_PER_HOLDER = 1000
 
 
 def _like_prefix(path: str) -> str:
@@ -41,7 +56,35 @@ def get(conn: Conn, token: str) -> Lease | None:
     return _row(r) if r else None
 
 
+def check_owner(owner: str) -> None:
+    """Refuse an owner over MAX_OWNER_BYTES, before anything is read or written."""
+    size = len(owner.encode("utf-8", "surrogatepass"))
+    if size > MAX_OWNER_BYTES:
+        raise TooLarge(f"the lock's owner is {size} bytes; a lock's owner is at most {MAX_OWNER_BYTES} bytes. "
+                       "Name the owner with something short, such as a name, an email address or a URL. "
+                       "No lock was taken")
+
+
+def check_holder(conn: Conn, holder: str | None) -> None:
+    """Refuse a new lease to a holder who already holds MAX_LIVE_PER_HOLDER live ones. Two grants
+    for one holder at once are serialised (the count and the insert in one transaction), so they
+    cannot both pass the count."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('path_leases'), hashtext(coalesce(%s, '')))", (holder,))
+    held = conn.execute("""SELECT count(*) AS n FROM path_leases
+                           WHERE expires_at > now() AND data->>'principal' IS NOT DISTINCT FROM %s""",
+                        (holder,)).fetchone()["n"]
+    if held >= MAX_LIVE_PER_HOLDER:
+        who = holder or "a client without a login"
+        raise LimitReached(f"{who} already holds {held} live locks, the most one login may hold at once "
+                           f"({MAX_LIVE_PER_HOLDER}); unlock files no longer being edited (closing them in "
+                           "their editor does, or the locks expire) before locking another. No lock was taken")
+
+
 def create(conn: Conn, token: str, path: str, data: dict[str, Any], expires_at: datetime) -> Lease:
+    """A new lease; ``data['owner']`` is capped (MAX_OWNER_BYTES) and ``data['principal']``, its
+    holder, may hold at most MAX_LIVE_PER_HOLDER live leases: both refused before anything is stored."""
+    check_owner(str(data.get("owner") or ""))
+    check_holder(conn, data.get("principal"))
     r = conn.execute("""INSERT INTO path_leases (token, path, data, expires_at) VALUES (%s, %s, %s, %s)
                         RETURNING token, path, data, expires_at""", (token, path, Jsonb(data), expires_at)).fetchone()
     return _row(r)
@@ -58,12 +101,15 @@ def delete(conn: Conn, token: str) -> bool:
     return conn.execute("DELETE FROM path_leases WHERE token = %s", (token,)).rowcount > 0
 
 
-def covering(conn: Conn, path: str, *, include_root: bool = True, include_children: bool = False) -> list[Lease]:
+def covering(conn: Conn, path: str, *, include_root: bool = True, include_children: bool = False,
+             owners: bool = True) -> list[Lease]:
     """Live leases on ``path`` (include_root), on its ancestors with depth infinity, and on paths
-    below it (include_children), in one query."""
+    below it (include_children), in one query. ``owners=False`` leaves each lease's owner out (see
+    ``owners``): up to MAX_OWNER_BYTES each, they are most of the leases' bytes, and most requests
+    that read the leases only ask which paths they cover."""
     ancestors = _ancestors(path)
     rows = conn.execute(
-        """SELECT token, path, data, expires_at FROM path_leases
+        f"""SELECT token, path, {'data' if owners else "data - 'owner' AS data"}, expires_at FROM path_leases
            WHERE expires_at > now()
              AND ((%s AND path = %s)
                   OR (path = ANY(%s) AND data->>'depth' = 'infinity')
@@ -123,10 +169,18 @@ def refuse_if_leased(conn: Conn, path: str, *, membership: bool = False) -> None
         raise locked(path, row["lease"])
 
 
-def under(conn: Conn, folder: str) -> list[Lease]:
+def under(conn: Conn, folder: str, *, owners: bool = True) -> list[Lease]:
     """Every live lease on the folder, its ancestors or anything below it: what a listing of the
-    folder needs, in one query."""
-    return covering(conn, folder, include_root=True, include_children=True)
+    folder needs, in one query (``owners``: as ``covering``)."""
+    return covering(conn, folder, include_root=True, include_children=True, owners=owners)
+
+
+def owners(conn: Conn, tokens: list[str]) -> dict[str, str]:
+    """{token: owner} of the live leases among ``tokens``: the owners ``covering(owners=False)``
+    left out, read when a lock is shown (lockdiscovery)."""
+    rows = conn.execute("SELECT token, coalesce(data->>'owner', '') AS owner FROM path_leases WHERE token = ANY(%s)",
+                        (tokens,)).fetchall()
+    return {r["token"]: r["owner"] for r in rows}
 
 
 def clear(conn: Conn, path: str) -> int:
