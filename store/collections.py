@@ -77,6 +77,27 @@ def collection_for_member(conn: Conn, principal: Principal, collection_id: objec
     return Collection.from_row(row)
 
 
+def deleted_collection(conn: Conn, principal: Principal, collection_id: object) -> dict[str, Any] | None:
+    """The deleted collection ``collection_id`` of the member's organisations, with who deleted it:
+    {name, org_id, deleted_at, actor_name}; None when no such collection was deleted there (live,
+    never made, or another organisation's: ids reveal nothing). The deletion is the first 'delete'
+    row on the collection's path from its deleted_at on (written in the delete's transaction, by
+    the clock, so at or after the transaction's now()), not a later one of a table that took the
+    name since."""
+    if not is_id(collection_id):
+        return None
+    return conn.execute(
+        """SELECT c.name, c.org_id, c.deleted_at, fc.actor_name
+             FROM artifact_collections c
+             LEFT JOIN LATERAL (
+                  SELECT actor_name FROM file_changes
+                   WHERE display_path = 'org/' || c.org_id || '/collections/' || c.name
+                     AND operation = 'delete' AND created_at >= c.deleted_at
+                   ORDER BY id LIMIT 1) fc ON true
+            WHERE c.id = %s AND c.deleted_at IS NOT NULL AND c.org_id = ANY(%s)""",
+        (collection_id, list(principal.org_ids))).fetchone()
+
+
 def record_counts(conn: Conn, collection_ids: list[int]) -> dict[int, int]:
     """Live records per collection, in one grouped query."""
     rows = conn.execute(

@@ -139,17 +139,30 @@ def test_a_deleted_records_delete_says_who_deleted_it(web, server, leads, operat
     assert re.search(r"Record 3 was deleted It was deleted from leads by .+ at \d{4}-\d\d-\d\d", words), words
 
 
-def test_a_deleted_tables_address_says_there_is_no_table_and_leads_to_the_list(web, server, leads,
-                                                                               operator) -> None:
+def test_a_deleted_tables_address_says_who_deleted_it_and_leads_to_the_list(web, server, boot, db, leads,
+                                                                           operator) -> None:
     ok(operator.delete(f"{server.url}/api/collections/{leads['id']}"))
+    # A new table takes the name and is deleted too: the old address still says its own deletion.
+    again = make_collection(db, boot["org_id"], "leads", LEADS)
+    ok(operator.delete(f"{server.url}/api/collections/{again['id']}"))
     for path in ("", "/columns", "/access", "/records/1", "/clear"):
         r = web.get(f"{server.url}/databases/{leads['id']}{path}")
         words = text_of(r.text)
         assert r.status_code == 404, path
         assert "unknown collection" not in words, path
-        assert f"No table at this address No table of this organisation has the id {leads['id']}: it was deleted" \
-            in words, (path, words)
+        assert re.search(rf"The table leads was deleted It was deleted by {re.escape(boot['email'])}"
+                         r" at \d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC,"
+                         r" with its records and every grant on it\.", words), (path, words)
         assert 'href="/databases"' in r.text and "Back to the list of tables" in words
+    # Another organisation's deleted table reads as one never made: its id gives nothing away.
+    other = admin.create_org(db, name="Elsewhere")
+    theirs = make_collection(db, other["id"], "secret-plans", LEADS)
+    with db.transaction() as conn:
+        conn.execute("UPDATE artifact_collections SET deleted_at = now() WHERE id = %s", (theirs["id"],))
+    r = web.get(f"{server.url}/databases/{theirs['id']}")
+    assert r.status_code == 404 and "secret-plans" not in r.text
+    assert (f"No table at this address No table of this organisation has the id {theirs['id']}: it was"
+            " deleted") in text_of(r.text)
 
 
 # --- C. a move's dropped grants, and what a Columns save saved --------------------------------------------

@@ -57,10 +57,11 @@ def _not_found(exc: NotFound) -> ResponseReturnValue:
         try:
             c = _collection(conn, collection_id)
         except NotFound:
-            c = None
-    if c is None:  # (another organisation's table reads the same: ids reveal nothing)
+            c, gone = None, colls.deleted_collection(conn, principal(), collection_id)
+    if c is None:  # (another organisation's table reads as never made: ids reveal nothing)
+        deletion = gone and {"actor_name": gone["actor_name"], "created_at": gone["deleted_at"]}
         return render_template("databases/gone.html", nav="databases", visited=True, collection_id=collection_id,
-                               name=None, deletion=None), 404
+                               name=gone and gone["name"], deletion=deletion), 404
     record_id = args.get("record_id")
     if record_id is None or request.endpoint not in _RECORD_PAGES:
         return store_error_page(exc)
