@@ -15,7 +15,7 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 
 from dav_provider import MOUNT_PATH, fastget, fastput, headers
 from dav_provider.auth import StoreDomainController
-from dav_provider.errors import dav_error, internal_error
+from dav_provider.errors import dav_error, explained, internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
@@ -91,7 +91,7 @@ class PlainErrors(BaseMiddleware):
                 if exc.value >= 500:
                     raise internal_error(exc.src_exception) from None
                 exc.src_exception = None
-            raise
+            raise explained(exc, environ.get("REQUEST_METHOD", "")) from None
         except StoreError as exc:
             # A refusal, or the database being away (503): an answer, not a failure of ours, so
             # no traceback per request in the log while PostgreSQL is down.
