@@ -794,7 +794,9 @@ class _Parked:
         while True:
             eol = self.buf.find(b"\r\n", self.chunk_pos)
             if eol < 0:
-                if len(self.buf) - self.chunk_pos > _CHUNK_LINE:
+                if len(self.buf) - self.chunk_pos > _CHUNK_LINE or self.buf.find(b"\n", self.chunk_pos) >= 0:
+                    # (a size line ended by a bare LF: the CRLF waited for would never come, and the
+                    # client got a 408 after BODY_TIMEOUT instead of this 400 at once)
                     return self._refuse(_CHUNK_ANSWER)
                 return False
             size_text = bytes(self.buf[self.chunk_pos:eol]).split(b";", 1)[0].strip(b" \t")

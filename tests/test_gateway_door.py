@@ -864,6 +864,17 @@ def test_a_chunk_longer_than_its_size_is_a_400_at_once(server) -> None:
     assert time.monotonic() - started < 5
 
 
+def test_a_chunk_size_line_ended_by_a_bare_lf_is_a_400_at_once(server) -> None:
+    """Chunk lines end in CRLF; one ended by a bare LF was waited on until the body timeout (30 s)
+    and answered 408 "did not arrive in time". The 400 says what was wrong when the line arrives
+    (the socket's 10 s timeout fails this test otherwise)."""
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(b"POST /api/health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"5\nhello\n0\n\n")
+        answer = _read_answers(s, 1)
+    assert status_of(answer) == 400 and b"hexadecimal digits (no sign, no 0x) and a CRLF" in answer, answer[:300]
+
+
 def test_blank_lines_left_on_an_idle_connection_earn_no_408(db) -> None:
     """RFC 9112 2.2: empty lines may precede a request. A client that leaves a CRLF behind (after
     a chunked body's end) and then idles is closed quietly at the header timeout, as an idle
