@@ -66,6 +66,9 @@ _LOG_NAME = "postgres.log"
 # socket and its lock file, the demo's login): a directory holding anything else is someone's own.
 _OURS = (_PGDATA, _INITDB_TMP, _LOG_NAME, "demo-login.txt", ".s.PGSQL.")
 _LOG_TAIL_LINES = 15
+# How long revive() lets the embedded server sit in a shutdown that waits for clients before it
+# ends it (EmbeddedPostgres._end_a_stalled_stop): long enough for a shutdown that does end.
+STALLED_STOP_SECONDS = 5.0
 
 
 class PostgresError(Exception):
@@ -452,6 +455,7 @@ class EmbeddedPostgres:
         self._log_offset = 0
         self._wanted = False     # started, and not stopped since: revive() keeps it running
         self._reviving = False
+        self._stopping_since: float | None = None   # when revive() first saw a shutdown stall
 
     # ---- public -------------------------------------------------------------------------
 
@@ -501,8 +505,12 @@ class EmbeddedPostgres:
         """Start the server again when it exited on its own (killed, crashed, OOM): True when it
         had, and is running again. The same socket, so every pool reconnects to the same conninfo.
         Call it from the thread that called start() (the server dies with that thread)."""
-        if not self._wanted or (self._proc is not None and self._proc.poll() is None):
+        if not self._wanted:
             return False
+        if self._proc is not None and self._proc.poll() is None:
+            self._end_a_stalled_stop()
+            return False
+        self._stopping_since = None
         if self._proc is not None:   # (None: an earlier attempt to start it again failed)
             code, self._proc = self._proc.returncode, None
             log.error("PostgreSQL for %s exited (%s); starting it again", self.pgdata,
@@ -513,6 +521,30 @@ class EmbeddedPostgres:
         finally:
             self._reviving = False
         return True
+
+    def _end_a_stalled_stop(self) -> None:
+        """A smart shutdown (SIGTERM to the server, `pg_ctl stop -m smart`) waits for every client
+        to leave, and a gateway's pools never leave: the server then refuses every new connection
+        ("the database system is shutting down") and never exits, so revive() would never see it
+        go and the gateway would never heal. After STALLED_STOP_SECONDS of that (its pid file says
+        "stopping"), it is made a fast shutdown (SIGINT), which ends the sessions and exits; the
+        next revive() starts it again, as after any other exit."""
+        lines = _read_pidfile(self.pgdata)
+        if not lines or lines[-1].strip() != "stopping":
+            self._stopping_since = None
+            return
+        now = time.monotonic()
+        if self._stopping_since is None:
+            self._stopping_since = now
+        elif now - self._stopping_since >= STALLED_STOP_SECONDS and self._proc is not None:
+            log.warning("PostgreSQL for %s has been shutting down for %.0f s, waiting for clients that "
+                        "stay (this gateway's); ending it with a fast shutdown, to start it again",
+                        self.pgdata, now - self._stopping_since)
+            try:
+                self._proc.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            self._stopping_since = None
 
     def attach(self) -> str | None:
         """The conninfo of a server another process (a running gateway) already serves on this data

@@ -422,3 +422,32 @@ def test_revive_keeps_trying_after_a_start_that_failed() -> None:
         pg.stop()
         shutil.rmtree(tmp_path, ignore_errors=True)
     assert pg.revive() is False
+
+
+def test_revive_ends_a_shutdown_that_waits_for_clients_that_stay() -> None:
+    """SIGTERM to the embedded server asks for a smart shutdown, which waits for every client to
+    leave; a gateway's pool never leaves, so the server refused every new connection ("the
+    database system is shutting down") and never exited, and the gateway never healed. revive()
+    now ends such a shutdown after STALLED_STOP_SECONDS and starts the server again."""
+    from gateway.postgres import STALLED_STOP_SECONDS
+    from tests.conftest import _test_bindir
+    tmp_path = Path(tempfile.mkdtemp(prefix="hostfinder-stalled-"))
+    tmp_path.chmod(0o755)   # as root the server runs as another user, who must reach the data
+    pg = EmbeddedPostgres(tmp_path / "data", bindir=Path(_test_bindir() or find_bindir()), settings={"fsync": "off"})
+    conninfo = pg.start()
+    try:
+        staying = psycopg.connect(conninfo)   # a pool's connection: it never leaves by itself
+        postmaster = int((pg.pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGTERM)
+        deadline, revived = time.monotonic() + STALLED_STOP_SECONDS + 30, False
+        while not revived and time.monotonic() < deadline:
+            revived = pg.revive(timeout=30)
+            time.sleep(0.2)
+        assert revived, (pg.pgdata / "postmaster.pid").read_text() if (pg.pgdata / "postmaster.pid").exists() else ""
+        assert int((pg.pgdata / "postmaster.pid").read_text().split()[0]) != postmaster
+        with psycopg.connect(conninfo) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        staying.close()
+    finally:
+        pg.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
