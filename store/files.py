@@ -11,7 +11,8 @@
     latest(conn, org_ids, display_paths) -> dict[str, dict | None]
         the newest change per path (recorded: true); a path with no recorded change but a live row
         falls back to the row's last-saved facts (recorded: false, actor_name = the saver's name,
-        version, created_at = when it was saved); None when neither exists.
+        version, created_at = when it was saved; a collection has no saver's name or version, so
+        both are null); None when neither exists.
 
     moved_to(conn, org_ids, display_path) -> str | None
         where the file last at ``display_path`` lives now, when it was moved (and perhaps moved
@@ -125,7 +126,12 @@ def latest(conn: Conn, org_ids: Collection[int], display_paths: Sequence[str]) -
                           task_updated_by
                      FROM agents
                     WHERE org_id = ANY(%(o)s) AND task_version > 0
-                      AND id = ANY(%(ids)s) AND 'org/' || org_id || '/agents/' || id || '/task.md' = ANY(%(p)s)""",
+                      AND id = ANY(%(ids)s) AND 'org/' || org_id || '/agents/' || id || '/task.md' = ANY(%(p)s)
+                   UNION ALL
+                   SELECT 'org/' || org_id || '/collections/' || name, NULL, updated_at, NULL
+                     FROM artifact_collections
+                    WHERE org_id = ANY(%(o)s) AND deleted_at IS NULL
+                      AND 'org/' || org_id || '/collections/' || name = ANY(%(p)s)""",
                 {"p": missing, "o": list(org_ids), "ids": _task_agent_ids(missing)}).fetchall():
             found[r["display_path"]] = {
                 "id": None, "display_path": r["display_path"], "recorded": False, "operation": None,

@@ -47,6 +47,14 @@ def test_history_and_latest_over_http(server, db, db_url, boot, operator, servic
     # The same fields either way (no change id for a change never recorded), so a client reads one shape.
     assert set(seeded) == set(latest[path]) - {"run"} and seeded["id"] is None
     assert latest[f"org/{org}/never.md"] is None and latest[f"org/{other['org_id']}/x.md"] is None
+    # A live collection with no recorded change (seeded, migrated) falls back too: when it was saved.
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO artifact_collections (org_id, name, purpose) VALUES (%s, 'imported', 'seeded')",
+                     (org,))
+    table = operator.get(f"{server.url}/api/file-changes/latest",
+                         params={"display_paths": f"org/{org}/collections/imported"}).json()["latest"]
+    table = table[f"org/{org}/collections/imported"]
+    assert (table["recorded"], table["actor_name"], table["version"]) == (False, None, None) and table["created_at"]
 
     # another organisation's path is unknown; the service token does not reach these routes; bad queries are 422
     r = operator.get(f"{server.url}/api/file-changes", params={"display_path": f"org/{other['org_id']}/x.md"})
