@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
