@@ -448,6 +448,32 @@ def test_the_draft_of_a_refused_new_note_says_why_it_was_not_saved(browser: Brow
     assert refusal in notice, notice
 
 
+def test_text_typed_before_a_rename_is_offered_at_the_new_name(browser: Browser, boot, server, service) -> None:
+    """Rename is a form of its own: what the editor held unsaved stayed the draft of the old
+    name's page, which shows no editor after the move, and was never offered again. It goes with
+    the note, and saved at the new name it is a save of the renamed note, not a conflict."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    write(server, service, agent, "guild", "sources.md", "- one\n")
+    login(browser, boot)
+    browser.open(f"/notes/org/{org}/guilds/{guild}/sources.md")
+    browser.fill({"content": "- one\n- UNSAVED WORK\n"})
+    browser.driver.execute_script("window.onbeforeunload = null; window.addEventListener('beforeunload',"
+                                  " (e) => e.stopImmediatePropagation(), true);")   # (no dialog to answer)
+    rename = browser.find("#rename-form")
+    browser.fill({"name": "sources2.md"}, within=rename)
+    browser.navigate(browser.button("Rename", within=rename))
+    assert browser.path == f"/notes/org/{org}/guilds/{guild}/sources2.md?done=renamed"
+    notice = browser.find(".flash.draft").text
+    assert "was not saved: the note was renamed before it was saved." in notice, notice
+    browser.shot("draft-after-a-rename")
+    browser.button("Restore it").click()
+    assert browser.find('textarea[name="content"]').get_attribute("value") == "- one\n- UNSAVED WORK\n"
+    press(browser, "Save")
+    assert not browser.finds(".conflict"), browser.text()
+    got = ok(note_get(server, service, agent, f"org/{org}/guilds/{guild}/sources2.md"))
+    assert got["content"] == "- one\n- UNSAVED WORK\n"
+
+
 def test_new_rename_and_delete(browser: Browser, boot, server, service, operator) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
     login(browser, boot)

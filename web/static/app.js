@@ -338,6 +338,31 @@
     const sent = storage.getItem(SENT);
     if (sent) { storage.removeItem(sent); storage.removeItem(SENT); }
   }
+  // A note renamed or moved from its own page: the rename is a form of its own, so what the
+  // editor held unsaved was kept as the draft of the old name's page, which shows no editor any
+  // more. It goes with the note: the new name's page (?done=renamed) offers it.
+  const MOVED = "hostfinder-draft-moved";
+  if (storage && new URLSearchParams(window.location.search).get("done") === "renamed") {
+    const from = storage.getItem(MOVED);
+    const to = DRAFT + window.location.pathname + "#note-editor";
+    storage.removeItem(MOVED);
+    const draft = from && from !== to && read(from);
+    if (draft && Array.isArray(draft.values)) {
+      // A rename adds one version: a draft based on the version before it is based on this one
+      // (any other change since still makes its save a conflict, which shows both texts).
+      const field = document.querySelector("#note-editor input[name=version]");
+      const now = field ? Number(field.value) : NaN;
+      const values = draft.values.map((entry) => Array.isArray(entry) && entry[0] === "version"
+        && Number(entry[1]) + 1 === now ? ["version", String(now)] : entry);
+      put(to, { ...draft, values, reason: draft.reason || "the note was renamed before it was saved" });
+      storage.removeItem(from);
+    }
+  }
+  document.addEventListener("submit", (ev) => {
+    if (storage && ev.target.id === "rename-form" && document.getElementById("note-editor")) {
+      storage.setItem(MOVED, DRAFT + window.location.pathname + "#note-editor");
+    }
+  });
   // Logging out ends this tab's drafts: the next person to log in here is not offered them.
   document.addEventListener("submit", (ev) => {
     const action = ev.target.getAttribute && (ev.target.getAttribute("action") || "");
