@@ -969,3 +969,20 @@ def test_the_strip_stands_as_far_from_the_cards_as_they_do_from_each_other(brows
     assert gap[0] == gap[1] == 16, gap
     browser.driver.execute_script("document.getElementById('provenance').scrollIntoView({block: 'center'})")
     browser.shot("strip-spacing")
+
+
+def test_links_to_display_paths_lead_to_their_pages(boot, server, service) -> None:
+    """A memory embedded in a note is shown as a link to its path, and a note may link a path
+    itself: as written the link was relative and led to a 404 under the page's own path
+    (/notes/org/1/.../org/1/agents/1/memory.md); it leads to that path's page."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    write(server, service, agent, "guild", "links.md",
+          f"![[org/{org}/agents/{agent}/memory.md]]\n\nSee [the plan](org/{org}/guilds/{guild}/plan.md)"
+          " and [elsewhere](https://example.com/x) and [a relative one](plan.md).\n")
+    web = web_login(server, boot["email"], boot["password"])
+    page = web.get(f"{server.url}/notes/org/{org}/guilds/{guild}/links.md").text
+    preview = page[page.index('id="rendered"'):]
+    preview = preview[:preview.index("</article>")]
+    hrefs = re.findall(r'href="([^"]*)"', preview)
+    assert hrefs == [f"/agents/{agent}#memory", f"/notes/org/{org}/guilds/{guild}/plan.md",
+                     "https://example.com/x", "plan.md"], preview

@@ -14,6 +14,7 @@ import difflib
 from datetime import datetime, timedelta, timezone
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -60,6 +61,25 @@ def _image(self: RendererHTML, tokens: Sequence[Token], idx: int, options: Optio
 
 
 _MD.add_render_rule("image", _image)
+
+
+def _link_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    """A link to a display path (org/<id>/...: an embed that is shown as a link, a memory or an
+    archived memory version, or one a note's author wrote) leads to that path's page; as written
+    it was relative, and led to a 404 under the page's own path."""
+    token = tokens[idx]
+    href = token.attrGet("href") or ""
+    if href.startswith("org/"):
+        try:
+            page = page_of(unquote(href))
+        except RuntimeError:  # (rendered outside a request: no page addresses to give)
+            page = None
+        if page is not None:
+            token.attrSet("href", page)
+    return self.renderToken(tokens, idx, options, env)
+
+
+_MD.add_render_rule("link_open", _link_open)
 
 
 def render_markdown(text: str) -> Markup:
