@@ -342,12 +342,14 @@ class HostOperations(pyfuse3.Operations):
                       fh: int | None, ctx: Any = None) -> pyfuse3.EntryAttributes:
         current = await self.getattr(inode, ctx)
         path = self.inodes.last_path(inode) or ""
-        # The tree has no owners or permission bits to change: asking for the ones it already
-        # reports is fine (editors and cp copy them), asking for others is refused honestly.
+        # The tree has no permission bits to change: a mode change is taken and has no effect (the
+        # file still reports the tree's rules, 0444 for a read-only one, which a write still
+        # meets), as on davfs2 or a FAT disk mounted quiet. Refused, it failed the tools that copy
+        # modes as part of a copy: rsync -a (its temp file's fchmod, so nothing was copied),
+        # cp -a and install -m (the note saved, and the command failed).
         if fields.update_mode and stat.S_IMODE(attr.st_mode) != stat.S_IMODE(current.st_mode):
-            log.info("refused chmod %s: mode bits follow the tree's rules (read-only files are 0444) "
-                     "and cannot be changed [EPERM]", path)
-            raise FUSEError(errno.EPERM)
+            log.debug("chmod %s to %o: mode bits follow the tree's rules; nothing changed", path,
+                      stat.S_IMODE(attr.st_mode))
         if (fields.update_uid and attr.st_uid != self.uid) or (fields.update_gid and attr.st_gid != self.gid):
             log.info("refused chown %s: files on this mount belong to the mounting user [EPERM]", path)
             raise FUSEError(errno.EPERM)

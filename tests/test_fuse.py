@@ -9,6 +9,7 @@ import errno
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -633,6 +634,28 @@ def test_an_append_right_after_a_change_elsewhere_keeps_that_change(mount: Mount
         finally:
             os.close(idle)
         assert mount.tree.read(path).endswith(b"shell again %d\nagent last %d\nshell last %d\n" % (n, n, n)), n
+
+
+def test_rsync_a_cp_a_and_install_m_copy_in_though_modes_stay_the_trees(mount: Mount, tmp_path: Path) -> None:
+    """Tools that copy a file's mode as part of a copy: rsync -a (its temp file's fchmod) copied
+    nothing and exited 23, cp -a and install -m saved the note and exited 1, since a mode change
+    was refused. A mode change is taken and has no effect: every note still shows the tree's mode."""
+    org, guild = mount.boot["org_id"], mount.boot["guild_id"]
+    folder = mount.org / "guilds" / str(guild)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "one.md").write_text("one\n")
+    (src / "two.md").write_text("two\n")
+    (src / "two.md").chmod(0o600)
+    sh("rsync", "-a", f"{src}/", f"{folder}/")
+    assert mount.tree.read(f"org/{org}/guilds/{guild}/one.md") == b"one\n"
+    assert mount.tree.read(f"org/{org}/guilds/{guild}/two.md") == b"two\n"
+    assert sorted(n for n in os.listdir(folder) if n.endswith(".md")) == ["one.md", "two.md"]  # no temp files
+    sh("cp", "-a", src / "two.md", folder / "kept.md")
+    sh("install", "-m", "600", src / "one.md", folder / "installed.md")
+    assert mount.tree.read(f"org/{org}/guilds/{guild}/installed.md") == b"one\n"
+    modes = {stat.S_IMODE((folder / n).stat().st_mode) for n in ("one.md", "two.md", "kept.md", "installed.md")}
+    assert len(modes) == 1 and modes != {0o600}, modes
 
 
 def test_after_a_refused_save_the_mount_shows_what_the_store_holds(mount: Mount) -> None:
