@@ -62,7 +62,8 @@ class Node:
 
 # Paths hidden by a rename-away save, as this process made them: {(user id, path): monotonic
 # deadline}. PostgreSQL (store.scratch) is the truth every lookup that runs a query reads; this
-# only covers a lookup answered from the content cache without a query (a FUSE mount, --read-cache).
+# only keeps a lookup from being answered by the content cache without a query (a FUSE mount,
+# --read-cache): such a path is asked of the store, which another process may have unhidden.
 _HIDDEN: dict[tuple[int, str], float] = {}
 _HIDDEN_LOCK = threading.Lock()
 
@@ -561,16 +562,21 @@ class HostTree:
         except (NotANote, ReadOnly):
             raise NotFound(f"unknown file /{path}") from None
         cache = self.cache if family.cacheable and cached else None
+        hidden_here = False
         if cache is not None:
             hit = cache.get(path)
-            if hit is not None:
-                if _hidden_here(self._uid, path):
-                    raise NotFound(f"unknown file /{path}")
+            hidden_here = _hidden_here(self._uid, path)
+            if hit is not None and not hidden_here:
                 return hit
+            # Hidden by this process's rename-away: the query says whether it still is. A save
+            # through another process (a WebDAV PUT beside this mount) ends the hiding in the
+            # store, not in this memory, which made the note unreadable here for two minutes.
             generation = cache.generation
         row = family.read(conn, folder, name, hidden_for=self._uid or None)
         if row is None:
             raise NotFound(f"unknown file /{path}")
+        if hidden_here:
+            _remember_hidden(self._uid, path, False)
         node = _file_node(folder, name, family, row)
         if cache is not None:
             cache.put(path, node, row["content"], generation)

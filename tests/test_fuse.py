@@ -713,6 +713,24 @@ def test_side_files_from_the_users_other_clients_show_within_a_second(mount: Mou
     eventually(lambda: "._kept.md" not in os.listdir(mount.org), 1.0)
 
 
+def test_a_rename_away_on_the_mount_ended_by_a_save_elsewhere_shows_the_saved_note(mount: Mount) -> None:
+    """`mv hid.md hid.md~` on the mount hides the note for this user (a rename-away save begins);
+    a save from another client of theirs (WebDAV) ends the hiding in the store. The mount had
+    remembered the hiding itself and answered ENOENT for the listed note for the whole save
+    window (two minutes); it asks the store."""
+    org, guild = mount.boot["org_id"], mount.boot["guild_id"]
+    folder, path = mount.org / "guilds" / str(guild), f"org/{org}/guilds/{guild}/hid.md"
+    (folder / "hid.md").write_bytes(b"v1\n")
+    assert (folder / "hid.md").read_bytes() == b"v1\n"
+    os.rename(folder / "hid.md", folder / "hid.md~")
+    assert not (folder / "hid.md").exists()
+    mount.tree.write(path, b"saved from webdav\n")     # another process: the test's, as a gateway
+    eventually(lambda: "hid.md" in os.listdir(folder), 1.0)
+    assert (folder / "hid.md").read_bytes() == b"saved from webdav\n"
+    (folder / "hid.md").write_bytes(b"saved on the mount\n")
+    assert mount.tree.read(path) == b"saved on the mount\n"
+
+
 def test_a_listing_is_kept_no_longer_than_a_hiding_it_shows(mount: Mount) -> None:
     """A rename-away save that is never finished hides its note for the save window only; the end
     of the window sends no event, so a kept listing that hides the note ends with it."""
