@@ -40,11 +40,21 @@ def _children(pid: int) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
+    """Running, not a zombie. (A process may end between any two of these looks: the worker the
+    test kills is reaped while it looks, so every read of /proc may find nothing.)"""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return ") Z " not in Path(f"/proc/{pid}/stat").read_text()
+    except OSError:   # (ProcessLookupError, FileNotFoundError: gone)
         return False
-    return Path(f"/proc/{pid}/stat").exists() and ") Z " not in Path(f"/proc/{pid}/stat").read_text()
+
+
+def _cmdline(pid: int) -> str:
+    """The process's command line, or "" once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
 
 
 def test_two_workers_answer_share_locks_and_stop_together(data_dir: Path) -> None:
@@ -52,7 +62,7 @@ def test_two_workers_answer_share_locks_and_stop_together(data_dir: Path) -> Non
     try:
         _, out = s.wait_ready(timeout=60)
         email, password = out.split("Log in as ")[1].split("\n")[0].split(" with password ")
-        workers = [p for p in _children(s.proc.pid) if "postgres" not in Path(f"/proc/{p}/cmdline").read_text()]
+        workers = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
         assert len(workers) == 2, workers
 
         # Many short connections at once: each is accepted by whichever worker is free.
@@ -93,11 +103,10 @@ def test_a_worker_that_dies_is_replaced(data_dir: Path) -> None:
     s = Workers("--data-dir", str(data_dir), "--workers", "2", "--no-demo")
     try:
         s.wait_ready(timeout=60)
-        before = [p for p in _children(s.proc.pid) if "postgres" not in Path(f"/proc/{p}/cmdline").read_text()]
+        before = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
         os.kill(before[0], signal.SIGKILL)
         for _ in range(100):
-            now = [p for p in _children(s.proc.pid) if _alive(p)
-                   and "postgres" not in Path(f"/proc/{p}/cmdline").read_text()]
+            now = [p for p in _children(s.proc.pid) if _alive(p) and "postgres" not in _cmdline(p)]
             if len(now) == 2 and before[0] not in now:
                 break
             threading.Event().wait(0.1)
