@@ -59,6 +59,7 @@
     let polling = null;
     let connectedBefore = false;
     let retry = null;
+    let asked = 0;   // streams asked for again after a 204
     const open = () => {
       retry = null;
       source = new EventSource(events.getAttribute("data-events"));
@@ -78,7 +79,10 @@
             polling = window.setInterval(() => { if (!document.hidden) reloadGrid(); }, 15000);
             if (status) status.textContent = "Refreshing every 15 s";
           }
-          if (!retry) retry = window.setTimeout(open, Number(events.getAttribute("data-reask-ms")) || 60000);
+          // The first time soon: a page just left gives its stream back within a second or two
+          // (someone clicking through tables), so this one need not poll for a minute.
+          const reask = Number(events.getAttribute("data-reask-ms")) || 60000;
+          if (!retry) retry = window.setTimeout(open, asked++ ? reask : Math.min(3000, reask));
         }
       };
     };
