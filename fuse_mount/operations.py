@@ -450,10 +450,7 @@ class HostOperations(pyfuse3.Operations):
                 # us after it has returned, so a reader's or an earlier writer's description can
                 # still hold it): written into, it is the store's now (as below).
                 node, data = await self._current_writable(path)
-                if not source.dirty:
-                    source.reload(node)
-                    source.fill(data)
-                    source.current = True
+                source.refresh(node, data)
             elif writing and not any(h.writable and not h.orphaned and h.body is source.body
                                      for h in self.handles.on_inode(inode)):
                 # (A description of this file open for writing already answers it: the file may
@@ -540,10 +537,8 @@ class HostOperations(pyfuse3.Operations):
             # from the cache): loaded again from the cache now, it could lack a change made
             # elsewhere whose event is still on its way, and this write would save over it.
             node, data = await self._call("write", handle.path, "current", handle.path)
-            if not (handle.dirty or handle.current):  # (nothing wrote or read it afresh meanwhile)
-                handle.reload(node)
-                handle.fill(data)
-                handle.current = True
+            if not handle.current:  # (nothing read it afresh meanwhile; refresh keeps what was written)
+                handle.refresh(node, data)
             return
         if not handle.loaded:
             hit = self._peek(handle.path)

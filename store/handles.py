@@ -224,6 +224,12 @@ class WriteHandle:
         self.node = node
         self.current = True
 
+    def refresh(self, node: object, data: bytes) -> None:
+        """The store's own body ``node``, just read past every cache (so ``current``), unless this
+        body holds bytes not committed yet."""
+        if not self.dirty:
+            self._data, self.node, self.new, self.current = bytearray(data), node, False, True
+
     def reload(self, node: object) -> None:
         """The file changed in the store (another writer committed it): read the new body when
         next needed, unless this body holds bytes not committed yet."""
