@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -228,6 +229,12 @@ class PgLockStorage:
     def get_lock_list(self, path: str, *, include_root: bool, include_children: bool,
                       token_only: bool) -> list[Any]:
         target = tree_path(normalize_lock_root(path))
+        return [lock["token"] if token_only else lock for lpath, lock in self._live()
+                if (include_root and lpath == target)
+                or (include_children and (target == "" or lpath.startswith(target + "/")))]
+
+    def _live(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(tree path, lock) of each live lock this request may see, read once per request."""
         cached = getattr(_local, "leases", None)
         if cached is None:
             # A grant always reads (HostLockManager.acquire): it decides under PostgreSQL's lock.
@@ -251,28 +258,17 @@ class PgLockStorage:
                             if self._empty_at != known:
                                 self._empty_at, self._empty_scopes = known, set()
                             self._empty_scopes.add(scope)
-        out = []
         now, viewer = time.time(), getattr(_local, "viewer", None)
         for lpath, side, lock in cached:
-            if lock["expire"] < now or (side and not _seen_by(viewer, lock)):
-                continue
-            if (include_root and lpath == target) or (
-                    include_children and (target == "" or lpath.startswith(target + "/"))):
-                out.append(lock["token"] if token_only else lock)
-        return out
-
+            if lock["expire"] >= now and (not side or _seen_by(viewer, lock)):
+                yield lpath, lock
 
     def locked_at_or_above(self, path: str) -> bool:
         """Whether a live lock is rooted at ``path`` (a decoded DAV path, as WsgiDAV's PATH_INFO)
         or at a folder above it: a write there must pass WsgiDAV's lock checks (a lock-null name,
-        a locked file, a locked folder's members). No query while the watch says no lock exists
-        anywhere."""
+        a locked file, a locked folder's members). No query while the watch says no lock is near."""
         target = nfc(path).strip("/")  # already decoded: a name may hold "%41" itself
-        for lock in self.get_lock_list("/", include_root=True, include_children=True, token_only=False):
-            root = tree_path(lock["root"])
-            if root == "" or root == target or target.startswith(root + "/"):
-                return True
-        return False
+        return any(root == "" or root == target or target.startswith(root + "/") for root, _ in self._live())
 
 
 class HostLockManager(LockManager):
