@@ -90,7 +90,8 @@ def get_collection(collection_id: int) -> ResponseReturnValue:
 @bp.patch("/api/collections/<int:collection_id>")
 @requires("user")
 def alter_collection(collection_id: int) -> ResponseReturnValue:
-    """{name?, purpose?, columns?, guild_id?}; a renamed column carries rename_from."""
+    """{name?, purpose?, columns?, guild_id?}; a renamed column carries rename_from. A new name while
+    a live task embeds the table is 409 (the store's Embedded, naming each task)."""
     p = principal()
     store.alter_collection(db(), p, collection_id, _object_body(), if_match=request.headers.get("If-Match"))
     with db().connection() as conn:
@@ -100,7 +101,7 @@ def alter_collection(collection_id: int) -> ResponseReturnValue:
 @bp.delete("/api/collections/<int:collection_id>")
 @requires("user")
 def delete_collection(collection_id: int) -> ResponseReturnValue:
-    """Soft-delete the table and its records; its grants go."""
+    """Soft-delete the table and its records; its grants go. 409 while a live task embeds it."""
     return jsonify(store.delete_collection(db(), principal(), collection_id))
 
 

@@ -124,12 +124,14 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("/api/collections/{collection_id}", "patch"): Op(
         "Change name, purpose, columns (a renamed column carries rename_from) or scope (guild_id; null moves "
         "the table to the organisation)", body="CollectionPatch", ok="CollectionDetail", tags=("collections",),
-        extra={409: "a name taken, or a column made unique while live records repeat a value",
+        extra={409: "a name taken, a column made unique while live records repeat a value, or a rename of a "
+                    "table a live task embeds (remove the embed first)",
                412: "If-Match (the ETag of GET) no longer matches: someone changed the table since",
                422: "every problem of the change"}),
     ("/api/collections/{collection_id}", "delete"): Op(
         "Soft-delete the collection and its records; its grants go",
-        ok=_obj(deleted=_ID, name={"type": "string"}, records={"type": "integer"}), tags=("collections",)),
+        ok=_obj(deleted=_ID, name={"type": "string"}, records={"type": "integer"}), tags=("collections",),
+        extra={409: "a live task embeds the table (remove the embed first)"}),
     ("/api/guilds/{guild_id}/collection-access", "get"): Op(
         "The guild's own tables (scope guild, write) and every organisation table with the guild's grant",
         ok="GuildAccess", tags=("access",)),

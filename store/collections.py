@@ -5,6 +5,11 @@ Agents never create, alter or delete a table; every function here acts for an or
 (a ``Principal``) and answers another organisation's ids as unknown. Each write is one transaction
 with its provenance row on the collection's display path. What an agent may do with a table is
 answered by store.grants (effective = agent row ?? guild base); this module only edits the rows.
+
+A task may embed a table (``![[org/<org_id>/collections/<name>]]``): as for a note, a delete or a
+rename (the name is in the display path) is refused with Embedded while a live task embeds it,
+under store.embeds' exclusive lock on the path; a change of purpose, columns or scope (not in the
+path) never is.
 """
 from __future__ import annotations
 
@@ -16,11 +21,11 @@ from psycopg import sql
 from psycopg.errors import Diagnostic
 
 from store import db as store_db
-from store import orgs
+from store import embeds, orgs
 from store.access import Actor, Principal
 from store.columns import Column, apply_schema_change, column_problems, columns_json, stored_columns
 from store.db import Conn, Database
-from store.errors import AlreadyExists, Invalid, LimitReached, NotFound, PreconditionFailed, rejected
+from store.errors import AlreadyExists, Embedded, Invalid, LimitReached, NotFound, PreconditionFailed, rejected
 from store.grants import COLLECTION_COLUMNS, Collection
 from store.paths import COLLECTION_NAME, collection_path, is_id, nfc
 from store.provenance import append_changes, record_change
@@ -288,6 +293,10 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
             problems.append(p)
         if problems:
             raise _rejected(problems)
+        if "name" in body and collection_path(c.org_id, body["name"]) != c.display_path:
+            # (The scope is not in the display path: a move to a guild or to the organisation
+            # leaves every embed of the table working, and is never refused for one.)
+            _refuse_if_embedded(conn, c, rename_to=body["name"])
         actor = principal.actor
         if "guild_id" in body and body["guild_id"] != c.guild_id:
             _move(conn, c, body["guild_id"])
@@ -313,6 +322,28 @@ def alter_collection(db: Database, principal: Principal, collection_id: object,
             record_change(conn, org_id=c.org_id, display_path=changed.display_path, operation="update",
                           version=None, actor=actor)
         return changed
+
+
+def _refuse_if_embedded(conn: Conn, c: Collection, *, rename_to: str | None = None) -> None:
+    """Embedded when a live task embeds the table (``![[org/<org_id>/collections/<name>]]``): a
+    delete or a rename would leave that embed finding nothing, as the Host refuses for a note.
+    The exclusive embed lock on the table's path comes first, in the caller's transaction (which
+    holds the table's row lock, so its name cannot change meanwhile): a task save embedding the
+    path takes it shared (store.tasks), so a save committed a moment earlier is seen here, and
+    one arriving now waits until this transaction ends."""
+    path = c.display_path
+    embeds.lock_for_removal(conn, [path])
+    tasks = embeds.embedding_tasks(conn, path)
+    if not tasks:
+        return
+    who = f"the task {tasks[0]} embeds" if len(tasks) == 1 else f"the tasks {', '.join(tasks)} embed"
+    if rename_to is None:
+        raise Embedded(f"cannot delete the collection {c.name}: {who} it (![[{path}]]); remove the embed "
+                       "from the task first, then try again", tasks)
+    new_path = collection_path(c.org_id, rename_to)
+    raise Embedded(f"cannot rename the collection {c.name} to {rename_to}: {who} it (![[{path}]]), which "
+                   "would then find nothing; remove the embed from the task first, then try again (and embed "
+                   f"![[{new_path}]] after the rename)", tasks)
 
 
 def _rename(conn: Conn, c: Collection, name: str, actor: Actor) -> None:
@@ -353,9 +384,10 @@ def _move(conn: Conn, c: Collection, guild_id: int | None) -> None:
 def delete_collection(db: Database, principal: Principal, collection_id: object) -> dict[str, Any]:
     """Soft-delete the table and its live records and drop its grants; the name is free again at
     once. Each record gets its own 'delete' row (store.records.remove_all), the table one row and
-    event on its path."""
+    event on its path. Refused (Embedded, naming every embedding task) while a live task embeds it."""
     with db.transaction() as conn:
         c = collection_for_member(conn, principal, collection_id, lock=True)
+        _refuse_if_embedded(conn, c)
         removed = remove_all(conn, c.id, principal.actor)
         conn.execute("DELETE FROM collection_access WHERE collection_id = %s", (c.id,))
         conn.execute("UPDATE artifact_collections SET deleted_at = now(), updated_at = now() WHERE id = %s", (c.id,))

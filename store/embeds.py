@@ -10,11 +10,12 @@ Public functions:
     The display paths a text embeds, NFC, in document order, each once.
 ``lock_for_task(conn, paths)`` / ``lock_for_removal(conn, paths)``
     Transaction-level advisory locks keyed on each embedded path: a task save takes them shared,
-    a note delete or move exclusive, so the two serialise and the delete's check always sees a
-    task committed a moment earlier (the check runs after the lock, in a fresh READ COMMITTED
-    snapshot).
+    a note delete or move, and a collection delete or rename (store.collections), exclusive, so
+    the two serialise and the delete's check always sees a task committed a moment earlier (the
+    check runs after the lock, in a fresh READ COMMITTED snapshot).
 ``embedding_tasks(conn, display_path) -> list[str]``
-    The task display paths of the live tasks that embed a note (call after ``lock_for_removal``).
+    The task display paths of the live tasks that embed a note or a collection (call after
+    ``lock_for_removal``).
 ``private_embed_problems(org_id, paths) -> list[str]``
     One problem per embed of a memory (any agent's, or an earlier version of one): memory is
     private, so a task save refuses them (store.tasks) with what a task can embed instead.
@@ -123,7 +124,8 @@ def lock_for_task(conn: Conn, paths: Iterable[str]) -> None:
 
 
 def lock_for_removal(conn: Conn, paths: Iterable[str]) -> None:
-    """Exclusive locks on notes about to be deleted or moved away (see the module docstring)."""
+    """Exclusive locks on notes about to be deleted or moved away, or collections about to be
+    deleted or renamed (see the module docstring)."""
     _lock(conn, paths, "pg_advisory_xact_lock")
 
 
@@ -136,7 +138,8 @@ def expand_embeds(conn: Conn, org_id: int, text: str) -> str:
 
 
 def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
-    """Display paths of the live tasks of the path's organisation that embed ``display_path``.
+    """Display paths of the live tasks of the path's organisation that embed ``display_path`` (a
+    note's or a collection's).
     SQL narrows by substring (trigram index); markdown-it confirms, so an embed in code is ignored."""
     path = nfc(display_path)
     try:

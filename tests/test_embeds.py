@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from store import admin, embeds, notes, scripts, tasks
-from store.access import SYSTEM, Actor
+from store import admin, collections, embeds, notes, scripts, tasks
+from store.access import SYSTEM, Actor, Principal
 from store.agents import load_agent
 from store.errors import Embedded
 from tests.conftest import wait_for_lock_waiters
@@ -213,3 +213,122 @@ def test_a_memory_embed_already_in_a_task_is_shown_as_a_link_never_inlined(db, b
         out = embeds.expand_task(conn, agent_row, tasks.read_task(conn, org, agent)["task"])
     assert "SECRET" not in out
     assert out == f"[{theirs}]({theirs}) / hub [{theirs}]({theirs})"
+
+
+# --- a collection a live task embeds (![[org/<org_id>/collections/<name>]]) ---------------------------
+
+def _member(boot) -> Principal:
+    return Principal("user", boot["user_id"], boot["email"], frozenset({boot["org_id"]}))
+
+
+def _table(db, boot, name: str = "leads", guild_id: int | None = None) -> dict:
+    with db.transaction() as conn:
+        return conn.execute(
+            "INSERT INTO artifact_collections (org_id, guild_id, name, purpose, columns) VALUES (%s, %s, %s, 'sales'"
+            ", '[]'::jsonb) RETURNING id, name", (boot["org_id"], guild_id, name)).fetchone()
+
+
+def test_the_api_refuses_a_rename_or_delete_of_an_embedded_collection_and_names_every_task(
+        db, boot, operator, server) -> None:
+    """409 in the API's one error shape, naming each embedding task; nothing renamed or deleted, the
+    table and its embed still work. An embed in a code span does not hold a table."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    second = admin.create_agent(db, org_id=org, guild_id=guild, name="Second")
+    leads, free = _table(db, boot), _table(db, boot, "free")
+    path = f"org/{org}/collections/leads"
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, boot["agent_id"], f"Work the table ![[{path}]].", OP)
+        tasks.write_task(conn, org, second["id"], f"Also ![[{path}]]; code `![[org/{org}/collections/free]]`", OP)
+    first_task = f"org/{org}/agents/{boot['agent_id']}/task.md"
+    second_task = f"org/{org}/agents/{second['id']}/task.md"
+    url = f"{server.url}/api/collections/{leads['id']}"
+
+    r = operator.patch(url, json={"name": "prospects"})
+    assert r.status_code == 409, r.text
+    assert r.json() == {
+        "error": f"cannot rename the collection leads to prospects: the tasks {first_task}, {second_task} embed it "
+                 f"(![[{path}]]), which would then find nothing; remove the embed from the task first, then try "
+                 f"again (and embed ![[org/{org}/collections/prospects]] after the rename)",
+        "problems": [f"embedded by {first_task}", f"embedded by {second_task}"], "status": 409}
+    r = operator.delete(url)
+    assert r.status_code == 409, r.text
+    assert r.json() == {
+        "error": f"cannot delete the collection leads: the tasks {first_task}, {second_task} embed it (![[{path}]]); "
+                 "remove the embed from the task first, then try again",
+        "problems": [f"embedded by {first_task}", f"embedded by {second_task}"], "status": 409}
+    # A rename together with other changes is refused whole: nothing of it was written.
+    r = operator.patch(url, json={"name": "prospects", "purpose": "changed"})
+    assert r.status_code == 409
+    got = operator.get(url).json()
+    assert (got["name"], got["purpose"], got["display_path"]) == ("leads", "sales", path)
+    with db.connection() as conn:
+        agent = load_agent(conn, boot["agent_id"], {org})
+        assert embeds.expand_task(conn, agent, tasks.read_task(conn, org, boot["agent_id"])["task"]) == \
+            "Work the table leads."
+        assert conn.execute("SELECT count(*) AS n FROM file_changes WHERE display_path LIKE %s",
+                            (f"org/{org}/collections/%",)).fetchone()["n"] == 0
+
+    # What leaves the display path as it is goes through: purpose, columns, the same name, the scope
+    # (a guild's or the organisation's table: org/<org_id>/collections/<name> either way).
+    column = {"name": "email", "type": "text", "description": "contact", "required": False, "unique": False}
+    for body in ({"purpose": "leads we call"}, {"columns": [column]}, {"name": "leads"},
+                 {"guild_id": guild}, {"guild_id": None}, {"name": "leads", "purpose": "both", "guild_id": guild}):
+        r = operator.patch(url, json=body)
+        assert r.status_code == 200, (body, r.text)
+        assert r.json()["display_path"] == path
+    # The single task's wording; once no task embeds it, the rename and then the delete go through.
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, second["id"], "nothing", OP)
+    r = operator.patch(url, json={"name": "prospects"})
+    assert r.status_code == 409 and r.json()["error"].startswith(
+        f"cannot rename the collection leads to prospects: the task {first_task} embeds it (![[{path}]])")
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, boot["agent_id"], "nothing", OP)
+    r = operator.patch(url, json={"name": "prospects"})
+    assert r.status_code == 200 and r.json()["display_path"] == f"org/{org}/collections/prospects"
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, boot["agent_id"], f"![[org/{org}/collections/prospects]]", OP)
+    assert operator.delete(url).status_code == 409
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, boot["agent_id"], "nothing", OP)
+    assert operator.delete(url).status_code == 200
+    # An embed inside a code span holds nothing: the table it names renames and deletes freely.
+    free_url = f"{server.url}/api/collections/{free['id']}"
+    assert operator.patch(free_url, json={"name": "free2"}).status_code == 200
+    assert operator.delete(free_url).status_code == 200
+
+
+def test_the_collection_embed_check_sees_a_task_saved_a_moment_earlier(db, boot) -> None:
+    """A task save in flight that embeds the table holds its delete and its rename (each waits on
+    the task's embed lock) until the save commits; each then sees the embed and is refused."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    leads = _table(db, boot)
+    path = f"org/{org}/collections/leads"
+    member = _member(boot)
+    outcome: dict[str, object] = {}
+
+    def attempt(what: str, fn) -> None:
+        try:
+            fn()
+            outcome[what] = "done"
+        except Embedded as exc:
+            outcome[what] = exc
+
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, f"![[{path}]]", OP)
+        threads = [threading.Thread(target=attempt, args=("delete", lambda: collections.delete_collection(
+                                        db, member, leads["id"]))),
+                   threading.Thread(target=attempt, args=("rename", lambda: collections.alter_collection(
+                                        db, member, leads["id"], {"name": "prospects"})))]
+        threads[0].start()
+        wait_for_lock_waiters(db.conninfo, 1)  # the delete waits on the task's embed lock
+        threads[1].start()
+        wait_for_lock_waiters(db.conninfo, 2)  # the rename waits on the table's row lock the delete holds
+        assert outcome == {}
+    for t in threads:
+        t.join(10)
+    assert isinstance(outcome["delete"], Embedded) and isinstance(outcome["rename"], Embedded)
+    assert outcome["delete"].tasks == [f"org/{org}/agents/{agent}/task.md"]
+    with db.connection() as conn:
+        assert collections.get_collection(conn, org, leads["id"]).name == "leads"
+

@@ -2,7 +2,8 @@
 a view's address asking for a filter or a direction the table cannot do, addresses of a record or
 a table that are not there, what a change of owner dropped and what a Columns save saved, a refused
 columns save that keeps its rows (and says which row a problem is on), what an Access save changed,
-and the empty result's wording for one condition or several."""
+the empty result's wording for one condition or several, and a rename or delete refused because a
+task embeds the table."""
 from __future__ import annotations
 
 import html
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 import requests
 
-from store import admin
+from store import admin, tasks
+from store.access import Actor
 from tests.conftest import RunningServer
 from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
 from test_records_support import LEADS, bulk_records, grant, make_collection, ok
@@ -266,3 +268,64 @@ def test_an_empty_result_says_it_or_them_as_there_are_conditions(web, server, le
     assert "No record matches the search and the filter (60 records in the table). Clear them ." in words, words
     words = text_of(web.get(f"{base}?f.score.gte=90&f.score.lte=95").text)
     assert "No record matches the filters (60 records in the table). Clear them ." in words, words
+
+
+# --- G. a table a live task embeds: a rename or a delete refused, said, and nothing typed lost ------------
+
+def test_a_rename_or_delete_of_a_table_a_task_embeds_is_refused_keeping_what_was_typed(
+        browser: Browser, server, boot, db, leads, operator) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    path = f"org/{org}/collections/leads"
+    task = f"org/{org}/agents/{agent}/task.md"
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, f"Work through ![[{path}]].", Actor("user", boot["user_id"], boot["email"]))
+    browser.login(boot["email"], boot["password"])
+
+    # The Columns tab says the table is embedded, and by which task, before anything is tried.
+    browser.open(f"/databases/{leads['id']}/columns")
+    note = browser.find("#name-note").text
+    assert f"A task embeds this table as ![[{path}]]: {task}." in note and "cannot be renamed" in note
+    # A rename with other changes: refused whole, said with the task, and the form keeps every change.
+    browser.fill({"name": "prospects", "purpose": "leads we call", "col-0-description": "where to write"})
+    browser.press("Save")
+    alert = browser.find("#embedded").text
+    assert alert.startswith(
+        f"cannot rename the collection leads to prospects: the task {task} embeds it (![[{path}]]), which would "
+        "then find nothing; remove the embed from the task first, then try again (and embed "
+        f"![[org/{org}/collections/prospects]] after the rename)"), alert
+    assert f"embedded by {task}" in alert and "Nothing was saved" in alert
+    link = browser.find("#embedded a")
+    assert link.text == task and link.get_attribute("href").endswith(f"/agents/{agent}#task")
+    assert [browser.find(f'[name="{n}"]').get_attribute("value") for n in ("name", "purpose", "col-0-description")] \
+        == ["prospects", "leads we call", "where to write"]
+    browser.shot("rename-refused")
+    got = operator.get(f"{server.url}/api/collections/{leads['id']}").json()
+    assert (got["name"], got["purpose"], got["columns"][0]["description"]) == ("leads", "test table", "contact address")
+    # Changing the name back saves the rest, as typed.
+    browser.fill({"name": "leads"})
+    browser.press("Save")
+    assert browser.find(".flash.ok").text == "Columns saved. Purpose saved."
+    got = operator.get(f"{server.url}/api/collections/{leads['id']}").json()
+    assert (got["name"], got["purpose"], got["columns"][0]["description"]) == ("leads", "leads we call",
+                                                                               "where to write")
+
+    # The delete's confirmation offers no Delete while a task embeds the table, and says why.
+    browser.open(f"/databases/{leads['id']}/delete")
+    assert (f"A task embeds this table (![[{path}]]), so it cannot be deleted: {task}. Remove the embed from the"
+            " task first, then come back to this page.") in browser.text()
+    assert not browser.finds("button.danger")
+    # A confirmation shown before a task came to embed the table: the delete is refused, and says so.
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, "nothing to embed", Actor("user", boot["user_id"], boot["email"]))
+    browser.open(f"/databases/{leads['id']}/delete")
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, f"Again ![[{path}]]", Actor("user", boot["user_id"], boot["email"]))
+    browser.press("Delete leads")
+    alert = browser.find("#embedded").text
+    assert alert.startswith(f"cannot delete the collection leads: the task {task} embeds it (![[{path}]]); remove"
+                            " the embed from the task first, then try again"), alert
+    assert f"embedded by {task}" in alert and "Delete the table leads?" in browser.text()
+    assert not browser.finds("button.danger")
+    browser.shot("delete-refused")
+    got = operator.get(f"{server.url}/api/collections/{leads['id']}")
+    assert got.status_code == 200 and got.json()["count"] == 60

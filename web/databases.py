@@ -17,14 +17,16 @@ from flask import Blueprint, Response, redirect, render_template, request, url_f
 from flask.typing import ResponseReturnValue
 
 from store import collections as colls
-from store import files, member_records, orgs, records
+from store import embeds, files, member_records, orgs, records
 from store.collections import collection_for_member
-from store.errors import Conflict, Invalid, LimitReached, NotFound, PreconditionFailed, StoreError, TooLarge
+from store.errors import (Conflict, Embedded, Invalid, LimitReached, NotFound, PreconditionFailed, StoreError,
+                          TooLarge)
 from store.paths import COLLECTION_NAME, collection_path, record_path
 from store.values import shown
 from web import columns_form, export, live, record_form
 from web.errors import status_of, store_error_page
 from web.forms import form_id
+from web.notes import task_links
 from web.provenance import strip as provenance_strip
 from web.security import db, in_view, login_required, principal, session
 
@@ -399,15 +401,25 @@ def clear(collection_id: int) -> ResponseReturnValue:
     return redirect(url_for("databases.table", collection_id=collection_id, done="cleared"))
 
 
-@bp.get("/databases/<int:collection_id>/delete")
-@login_required
-def confirm_delete(collection_id: int) -> ResponseReturnValue:
+def _confirm_delete_page(collection_id: int, *, embedded: Embedded | None = None) -> ResponseReturnValue:
+    """The delete's confirmation: what goes with the table, and which live tasks embed it (the
+    store refuses the delete while one does, so the page then offers no Delete button). After a
+    refused delete (``embedded``: a task came to embed it since the page was shown) it says so."""
     with db().connection() as conn:
         c = _collection(conn, collection_id)
         count = colls.record_counts(conn, [c.id]).get(c.id, 0)
         reach = colls.access_list(conn, c)
+        used_by = task_links(embeds.embedding_tasks(conn, c.display_path))
+    refusal = None if embedded is None else {"message": embedded.message,
+                                             "tasks": task_links(embedded.tasks)}
     return render_template("databases/confirm.html", nav="databases", c=c, action="delete", count=count,
-                           reach=reach)
+                           reach=reach, used_by=used_by, embedded=refusal), 200 if embedded is None else 409
+
+
+@bp.get("/databases/<int:collection_id>/delete")
+@login_required
+def confirm_delete(collection_id: int) -> ResponseReturnValue:
+    return _confirm_delete_page(collection_id)
 
 
 @bp.post("/databases/<int:collection_id>/delete")
@@ -417,6 +429,8 @@ def delete_table(collection_id: int) -> ResponseReturnValue:
         colls.delete_collection(db(), principal(), collection_id)
     except NotFound:
         return _table_gone()
+    except Embedded as exc:  # a task embeds the table: nothing deleted; the confirmation says which
+        return _confirm_delete_page(collection_id, embedded=exc)
     return redirect(url_for("databases.index", done="table-deleted"))
 
 
@@ -669,17 +683,22 @@ def _grant_labels(reach: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 def _columns_page(c: Any, *, form: dict[str, str], rows: list[dict[str, Any]], etag: str, status: int = 200,
                   error: str | None = None, problems: list[str] | None = None,
-                  conflict: dict[str, Any] | None = None) -> ResponseReturnValue:
+                  conflict: dict[str, Any] | None = None, embedded: Embedded | None = None) -> ResponseReturnValue:
     """The Columns tab: the settings and the columns editor (``form`` and ``rows`` as typed, or as
-    stored), what a change of owner does to the grants it has now, and after a move what it did."""
+    stored), what a change of owner does to the grants it has now, and after a move what it did.
+    ``used_by``: the live tasks that embed the table, whose embed a rename would break (the store
+    refuses it); ``embedded``: a rename just refused for that, said with links to those tasks."""
     with db().connection() as conn:
         reach = colls.access_list(conn, c)
         directory = orgs.directory(conn, principal(), c.org_id)
+        used_by = task_links(embeds.embedding_tasks(conn, c.display_path))
     guild_names = {g["id"]: g["name"] for g in directory["guilds"]}
     return render_template(
         "databases/columns.html", nav="databases", c=c, form=form, was=_settings_form(c), rows=rows,
         owners=_owner_choices(directory), types=columns_form.types(), etag=etag, error=error, problems=problems or [],
         conflict=conflict, grants=_grant_labels(reach), owner_name=guild_names.get(c.guild_id, ""),
+        used_by=used_by, embedded=None if embedded is None else {"message": embedded.message,
+                                                                 "tasks": task_links(embedded.tasks)},
         moved=_moved_sentence(c, reach, directory) if request.method == "GET" else None,
         done=(_saved_sentence(c, guild_names.get(c.guild_id, "")) or DONE.get(request.args.get("done", "")))
         if request.method == "GET" else None), status
@@ -716,6 +735,11 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
                                          if_match=request.form.get("etag") or None)
     except PreconditionFailed:
         return _columns_conflict(collection_id, form, rows)
+    except Embedded as exc:  # a rename while a task embeds the table: nothing saved, everything kept
+        with db().connection() as conn:
+            c = _collection(conn, collection_id)
+        return _columns_page(c, form=form, rows=columns_form.editor_rows(rows, []),
+                             etag=request.form.get("etag", ""), embedded=exc, status=status_of(exc))
     except StoreError as exc:
         if isinstance(exc, NotFound):
             raise
