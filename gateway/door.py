@@ -67,6 +67,7 @@ from typing import Any
 from cheroot import connections, server as cheroot_server, wsgi
 from cheroot.makefile import StreamReader
 
+from dav_provider.errors import METHODS as DAV_METHODS
 from gateway.limits import HEADER_BYTES, MAX_BODY, body_cap
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,27 @@ _CODING_ANSWER = _answer(b"501 Not Implemented", b"the only Transfer-Encoding th
 _LF_ANSWER = _answer(b"400 Bad Request", b"the request's lines end in a bare LF; HTTP lines end in CRLF\n")
 _TIMEOUT_ANSWER = _answer(b"408 Request Timeout", b"the request did not arrive in time: headers within 10 s, "
                           b"a body never idle for 30 s\n")
+# A request the client stopped sending (it shut its side of the connection) before it was whole.
+_HEAD_CUT_ANSWER = _answer(b"400 Bad Request", b"the request ended before its head did: the request line and "
+                           b"headers end with an empty line (CRLF CRLF); send the whole request\n")
+_CHUNKS_CUT_ANSWER = _answer(b"400 Bad Request", b"the chunked body ended before its last chunk: a chunked body "
+                             b"ends with a chunk of size 0 and an empty line (0 CRLF CRLF); send the whole body\n")
+# Every method some path of this server answers (the web app and the API: Flask's routes; WebDAV:
+# dav_provider.errors.METHODS, which its own 405s list). CONNECT names no path, only a host to
+# tunnel to, so its 405 lists them all; OPTIONS on a path says which of them that path takes.
+SERVED_METHODS = tuple(dict.fromkeys(("OPTIONS", "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", *DAV_METHODS)))
+_CONNECT_ANSWER = _answer(
+    b"405 Method Not Allowed",
+    b"CONNECT asks a proxy for a tunnel, and this server is not a proxy: it answers requests for its own "
+    b"paths (/dav/ for WebDAV, /api/ for the HTTP API, / for the web app) with %s; send the request to this "
+    b"server's URL, and if a client uses this server as its proxy, remove that setting\n"
+    % ", ".join(SERVED_METHODS).encode(),
+    headers=b"Allow: %s\r\n" % ", ".join(SERVED_METHODS).encode())
+
+
+def _cut_short(got: int, announced: int) -> bytes:
+    return _answer(b"400 Bad Request", b"the request body ended after %d of the %d bytes its Content-Length "
+                   b"announced; send the whole body, with a Content-Length that counts its bytes\n" % (got, announced))
 
 
 class _Reader(StreamReader):
@@ -745,6 +767,9 @@ class _Parked:
             elif name == b"expect" and value.lower() == b"100-continue":
                 expect = True
         self.cap = body_cap(method, target)
+        if method == "CONNECT":
+            # (cheroot's own answer is a 405 with no Allow and no body)
+            return self._refuse(_CONNECT_ANSWER)
         if transfer and transfer != b"chunked" and not lengths:
             return self._refuse(_CODING_ANSWER)
         if transfer:
@@ -789,6 +814,21 @@ class _Parked:
     def _refuse(self, answer: bytes) -> bool:
         self.refusal = answer
         return True
+
+    def cut_short(self) -> bytes | None:
+        """The 400 for a request whose client shut its sending side before the request was whole
+        (a body shorter than its Content-Length, a chunked body without its last chunk, a head
+        without its empty line), or None when no request had begun: the client may still read,
+        and a close without an answer would leave it guessing."""
+        if not self.begun or self.refusal is not None:
+            return None
+        if self.head_end is None:
+            return _HEAD_CUT_ANSWER
+        if self.chunked:
+            return _CHUNKS_CUT_ANSWER
+        if self.body_end is not None and len(self.buf) < self.body_end:
+            return _cut_short(len(self.buf) - self.head_end, self.body_end - self.head_end)
+        return None
 
     def _chunks_done(self) -> bool:
         while True:
@@ -1046,6 +1086,10 @@ class ParkingManager(connections.ConnectionManager):
             except (OSError, ssl.SSLError):
                 return "closed"
             if not data:
+                # The client shut its sending side: a request it began will never be whole. It
+                # may still read, so it is told why (nothing of the request reached a worker).
+                if (answer := state.cut_short()) is not None:
+                    _send_quietly(sock, answer)
                 return "closed"
             state.buf += data
             state.arrived(time.monotonic(), len(data))

@@ -123,9 +123,27 @@ def _label(index: int, raw: object, repeated: frozenset[str] = frozenset()) -> s
     return f"column {index + 1}"
 
 
+def _spaces_problem(item: str) -> str | None:
+    """Why a listed value may not be ``item`` for its spaces, or None. A record's text must equal
+    a listed value exactly (store.values.check_value), so a value of spaces only is a choice no one
+    can read, and one with spaces around it a choice whose spaces every record must repeat unseen
+    (the choices are shown joined by ", "). Refused rather than trimmed: the store keeps a value
+    as it was sent (only NFC), as it does a record's text, and says what would work."""
+    if not item.strip():
+        return (f"is blank ({_quote(item)}): a listed value is a choice that records hold as it is "
+                "written, so it needs visible characters, such as \"new\"; type one or remove the item")
+    if item.strip() != item:
+        return (f"{_quote(item)} starts or ends with a space, which a list of the choices does not show, "
+                f"so every record would have to repeat it unseen; remove the spaces: {_quote(item.strip())}")
+    return None
+
+
 def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str],
-               reserved: tuple[str, ...] = RESERVED, repeated: frozenset[str] = frozenset()) -> Column | None:
-    """One definition; appends its problems and returns the column only when it has none."""
+               reserved: tuple[str, ...] = RESERVED, repeated: frozenset[str] = frozenset(),
+               stored: bool = False) -> Column | None:
+    """One definition; appends its problems and returns the column only when it has none.
+    ``stored``: a definition read back from its row, which passed the rules of its day (a values
+    item with spaces around it, accepted before that was refused, still reads)."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
                         f"unique?, values?}}; got {_quote(raw)}")
@@ -192,6 +210,8 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
                                     f"{MAX_VALUE_LENGTH} characters; got {_quote(item)}")
                 elif "\x00" in item:
                     problems.append(f"{label}: values item {position} {NUL_PROBLEM}")
+                elif not stored and (problem := _spaces_problem(item)):
+                    problems.append(f"{label}: values item {position} {problem}")
             # Distinct as stored: "é" and "e\u0301" are one value once NFC.
             listed = [nfc(v) for v in values if isinstance(v, str)]
             repeated = sorted({v for v in listed if listed.count(v) > 1})
@@ -209,9 +229,10 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
 
 
 def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
-                    reserved: tuple[str, ...] = RESERVED) -> tuple[list[Column], list[str]]:
+                    reserved: tuple[str, ...] = RESERVED, stored: bool = False) -> tuple[list[Column], list[str]]:
     """Parse a columns list; returns (columns, problems). With ``previous`` (a schema change),
-    each column may carry rename_from naming one of the previous columns."""
+    each column may carry rename_from naming one of the previous columns. ``stored``: the list is
+    read back from its row (stored_columns), so rules added since it was written do not apply."""
     if not isinstance(raw, list):
         return [], ['columns must be a list of column definitions, such as [{"name": "email", '
                     '"type": "text", "description": "the contact address", "unique": true}]']
@@ -224,7 +245,7 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
             places.setdefault(item["name"], []).append(i)
     repeated = frozenset(n for n, at in places.items() if len(at) > 1)
     parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved,
-                         repeated=repeated)
+                         repeated=repeated, stored=stored)
               for i, item in enumerate(raw)]
     columns = [c for c in parsed if c is not None]
 
@@ -283,8 +304,8 @@ def parse_columns(raw: object, *, previous: Sequence[Column] | None = None) -> l
 
 def stored_columns(raw: object) -> list[Column]:
     """The columns as stored on artifact_collections (always valid: every write went through
-    ``parse_columns``, under the reserved names of its day)."""
-    columns, problems = column_problems(raw or [], reserved=_STORED_RESERVED)
+    ``parse_columns``, under the reserved names and values rules of its day)."""
+    columns, problems = column_problems(raw or [], reserved=_STORED_RESERVED, stored=True)
     if problems:
         raise Invalid("columns rejected: " + "; ".join(problems), problems)
     return columns

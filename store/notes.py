@@ -296,11 +296,26 @@ def note_get(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, A
     return note_result(row)
 
 
+# What an agent is told a reserved agent-root key is for: only what a tool caller can do about it.
+_RESERVED_FOR_AGENTS = {
+    "memory.md": "this agent's memory, which is not a note: replace it with memory_write {content} "
+                 "and read it with memory_get",
+    "task.md": "the agent's standing task, which the operator sets and which arrives in State; an agent "
+               "does not write it",
+}
+
+
 @tool("note_write", "Create or replace a note at a level (agent, guild or org) under a key (a .md file name).",
       level=Arg("string", required=True, check=level_problem), key=Arg("string", required=True, check=key_problem),
       content=Arg("string", required=True))
 def note_write(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
     level, key = args["level"], args["key"]   # (a level and a key: their Arg checks ran with the types)
+    if level == "agent" and (reserved := _RESERVED_FOR_AGENTS.get(nfc(key))):
+        # Said to the agent in its own terms: the shared sentence (check_note_key) is the
+        # operator's, naming the file in the agent's folder, a way a tool caller has not.
+        msg = (f"the key {nfc(key)!r} is reserved at the agent root ({' and '.join(sorted(RESERVED_AGENT_KEYS))}) "
+               f"for {reserved}; for a note, choose another key")
+        raise rejected(f"note_write {level}/{key} refused", [msg])
     try:
         check_note_key(key, level)   # what is left: a key reserved at this level (memory.md, task.md)
     except Invalid as exc:

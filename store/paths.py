@@ -178,9 +178,10 @@ def check_note_key(key: object, level: Level) -> str:
         raise Invalid(problem, [problem])
     key = nfc(key)  # type: ignore[arg-type]
     if level == "agent" and key in RESERVED_AGENT_KEYS:
-        # Read by agents (note_write) and operators (a new note in the web app) alike: each way
-        # of writing it is named.
-        what = ("the agent's memory: write it with memory_write, or as memory.md in the agent's folder"
+        # Read by operators (a new note in the web app) and by agents naming the path (note_get,
+        # note_delete), so each one's way is named; note_write gives agents a sentence of their own.
+        what = ("the agent's memory: the agent keeps it with memory_write, and people open it as memory.md "
+                "in the agent's folder"
                 if key == "memory.md" else
                 "the agent's standing task: the operator edits it on the agent's State page, or as task.md "
                 "in the agent's folder")

@@ -1127,6 +1127,91 @@ def test_move_or_copy_without_a_destination_is_a_400_with_a_sentence(server, boo
     assert requests.get(note, auth=auth, timeout=5).content == b"x"
 
 
+def _until_closed(s: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's timeout fails the test)."""
+    answer = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := s.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["fresh", "kept"])
+def test_a_request_cut_short_by_a_half_close_gets_a_400_saying_so_and_stores_nothing(
+        request, server, boot, kept: bool) -> None:
+    """A client that announced Content-Length: 100, sent 10 bytes and shut its sending side (it can
+    still read) had its connection closed without a word. It is told what happened, as a bare LF or
+    a bad chunk is; a chunked body without its last chunk and a head without its empty line too.
+    Nothing reaches the store. ``kept``: on a connection that has just had an answer, where the
+    worker that gave it looks for the next request first (long_look)."""
+    if kept:
+        request.getfixturevalue("long_look")
+    auth = (boot["email"], boot["password"])
+    note = f"/dav/org/{boot['org_id']}/cut.md"
+    assert requests.put(server.url + note, data=b"as it was", auth=auth, timeout=5).status_code == 201
+    put = f"PUT {note} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n".encode()
+    new = f"PUT /dav/org/{boot['org_id']}/cut-new.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n".encode()
+    cases = [
+        (put + b"Content-Length: 100\r\n\r\n" + b"0123456789",
+         b"the request body ended after 10 of the 100 bytes its Content-Length announced; send the whole body"),
+        (new + b"Content-Length: 100\r\n\r\n" + b"0123456789",
+         b"the request body ended after 10 of the 100 bytes its Content-Length announced; send the whole body"),
+        (put + b"Content-Length: 9\r\n\r\n", b"ended after 0 of the 9 bytes"),
+        (put + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+         b"the chunked body ended before its last chunk"),
+        (put + b"Content-Length: 100\r\n", b"the request ended before its head did"),
+    ]
+    for data, sentence in cases:
+        with socket.create_connection(address(server), timeout=10) as s:
+            if kept:
+                s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert status_of(_read_answers(s, 1)) == 200
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            answer = _until_closed(s)
+        answer = answer[answer.find(b"HTTP/1.1 400"):] if kept else answer
+        assert answer.startswith(b"HTTP/1.1 400 ") and sentence in answer, (data, answer)
+        assert b"Content-Type: text/plain; charset=utf-8\r\n" in answer and b"Connection: close\r\n" in answer
+    assert requests.get(server.url + note, auth=auth, timeout=5).content == b"as it was"
+    assert requests.get(f"{server.url}/dav/org/{boot['org_id']}/cut-new.md", auth=auth, timeout=5).status_code == 404
+    with server.db.connection() as conn:
+        versions = conn.execute("SELECT version FROM artifacts WHERE display_path LIKE %s",
+                                (f"org/{boot['org_id']}/cut%",)).fetchall()
+    assert [v["version"] for v in versions] == [1]
+    # Blank lines alone are no request: closed quietly, as before.
+    with socket.create_connection(address(server), timeout=10) as s:
+        s.sendall(b"\r\n")
+        s.shutdown(socket.SHUT_WR)
+        assert _until_closed(s) == b""
+
+
+def test_connect_is_a_405_with_allow_and_a_sentence_and_the_server_goes_on(server, boot) -> None:
+    """CONNECT had cheroot's 405 with no Allow and an empty body. It gets the door's refusal:
+    this is no proxy, and the methods this server answers, the ones its OPTIONS and its other
+    405s (WebDAV's, the API's) name."""
+    from dav_provider.errors import METHODS as DAV_METHODS
+
+    for target in (b"host:443", b"127.0.0.1:22"):
+        with socket.create_connection(address(server), timeout=10) as s:
+            s.sendall(b"CONNECT " + target + b" HTTP/1.1\r\nHost: " + target + b"\r\n\r\n")
+            answer = _until_closed(s)   # closed after the refusal
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert status_of(answer) == 405, answer
+        assert body.startswith(b"CONNECT asks a proxy for a tunnel, and this server is not a proxy"), body
+        [allow] = [ln.split(b":", 1)[1].strip().decode() for ln in head.split(b"\r\n") if ln.lower().startswith(b"allow:")]
+        methods = allow.split(", ")
+        assert set(DAV_METHODS) | {"POST", "PATCH"} <= set(methods) and "CONNECT" not in methods, allow
+        assert allow in body.decode()
+    auth = (boot["email"], boot["password"])
+    r = requests.options(f"{server.url}/dav/org/{boot['org_id']}/", auth=auth, timeout=5)
+    assert set(r.headers["Allow"].split(", ")) <= set(methods), r.headers
+    r = requests.request("BREW", f"{server.url}/dav/org/{boot['org_id']}/", auth=auth, timeout=5)
+    assert r.status_code == 405 and set(r.headers["Allow"].split(", ")) <= set(methods), r.headers
+    r = requests.request("BREW", f"{server.url}/api/health", timeout=5)
+    assert r.status_code == 405 and set(r.headers["Allow"].split(", ")) <= set(methods), r.headers
+    assert requests.get(f"{server.url}/api/health", timeout=5).status_code == 200
+
+
 @pytest.mark.parametrize("lengths", [("5", "6"), ("0", "10")])
 def test_two_different_content_lengths_are_a_400(server, boot, lengths: tuple[str, str]) -> None:
     head = (f"PUT /dav/org/{boot['org_id']}/two.md HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\n"

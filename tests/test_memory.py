@@ -70,3 +70,36 @@ def test_history_names_are_utc_whatever_the_session_time_zone(db, boot) -> None:
             assert memory.read_history(conn, org, agent, only["name"])["content"] == "first"
         finally:
             conn.execute("RESET TIME ZONE")
+
+
+def test_note_write_of_memory_md_tells_the_agent_the_memory_tools_only(db, boot, server, service) -> None:
+    """note_write with key memory.md told the agent "... or as memory.md in the agent's folder", a
+    file an agent (a tool caller) cannot reach. It names the memory tools, which then work; the
+    people who see the shared sentence (the web app's note forms) keep the folder's route."""
+    import pytest
+    from store.errors import Invalid
+
+    org, agent = boot["org_id"], boot["agent_id"]
+    url = f"{server.url}/api/agents/{agent}/tools"
+    sentence = ("the key 'memory.md' is reserved at the agent root (memory.md and task.md) for this agent's "
+                "memory, which is not a note: replace it with memory_write {content} and read it with memory_get; "
+                "for a note, choose another key")
+    r = service.post(f"{url}/note_write", json={"level": "agent", "key": "memory.md", "content": "remember"})
+    assert r.status_code == 422 and r.json()["problems"] == [sentence], r.text
+    assert r.json()["error"] == f"note_write agent/memory.md refused\n- {sentence}"
+    principal = Principal("service", None, "service", frozenset({org}))
+    with pytest.raises(Invalid) as refused:
+        tools.call(db, principal, agent, "note_write", {"level": "agent", "key": "memory.md", "content": "x"})
+    assert refused.value.problems == [sentence]
+    r = service.post(f"{url}/note_write", json={"level": "agent", "key": "task.md", "content": "x"})
+    assert r.status_code == 422 and "folder" not in r.text and "the operator sets" in r.text, r.text
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM artifacts").fetchone()["n"] == 0
+    # What the sentence says works.
+    assert service.post(f"{url}/memory_write", json={"content": "remember"}).json()["version"] == 1
+    assert service.post(f"{url}/memory_get", json={}).json()["content"] == "remember"
+    # (Elsewhere the key is at a guild, an organisation: a note like any other.)
+    assert service.post(f"{url}/note_write", json={"level": "guild", "key": "memory.md", "content": "g"}).status_code == 200
+    with pytest.raises(Invalid) as shared:
+        paths.check_note_key("memory.md", "agent")
+    assert "as memory.md in the agent's folder" in shared.value.message

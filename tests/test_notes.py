@@ -85,7 +85,7 @@ BAD_KEYS = [
     ("notes/plan.md", "contains a '/'"),
     ("plan.txt", "does not end in .md"),
     ("task.md", "reserved at the agent root"),
-    ("memory.md", "write it with memory_write, or as memory.md in the agent's folder"),
+    ("memory.md", "replace it with memory_write {content} and read it with memory_get"),
     (".hidden.md", "starts with a dot"),
     (".md", "has no name before .md"),
 ]
