@@ -224,6 +224,29 @@ def test_the_state_page_keeps_every_control_on_a_phone_screen(phone: Browser, db
     shoot(phone, "#collections", "state-access-desktop")
 
 
+def test_the_guild_state_pages_tables_keep_the_grant_and_its_save_on_a_phone_screen(phone: Browser, db, boot,
+                                                                                    server) -> None:
+    """The guild's State at 390 px: its own tables and the organisation's tables with the guild's
+    grant (a select and Save, which scrolled off the card's right edge) each a block per row."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    make_collection(db, org, "leads", LEADS, guild_id=guild, purpose="sales leads found by the research guild")
+    make_collection(db, org, "customers_of_the_whole_organisation", LEADS,
+                    purpose="every customer the organisation has signed, with the contract's owner")
+    login(phone, boot)
+    phone.open(f"/guilds/{guild}")
+    assert sideways(phone) == 0
+    unreachable = {css: out_of_reach(phone, css) for css in (
+        "table.guild-grants select", "table.guild-grants button", "table.guild-grants a", "table.guild-own a")}
+    assert not any(unreachable.values()), unreachable
+    assert not overflowing(phone, "table.grid"), "a table scrolls sideways inside its card"
+    assert shown_label(phone, "table.guild-grants td.change") == "The guild's grant"
+    shoot(phone, "#databases", "guild-state-tables")
+    grants = phone.find("table.guild-grants")
+    phone.fill({"mode": "read"}, within=grants)
+    phone.navigate(phone.button("Save", within=grants))
+    assert phone.find("#access-saved").is_displayed()
+
+
 def test_a_runs_steps_and_a_notes_history_keep_their_links_on_a_phone_screen(phone: Browser, boot, server,
                                                                              service) -> None:
     """A run's steps (each file's link was beyond the right edge) and a note's History (its Open
