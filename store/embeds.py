@@ -248,33 +248,30 @@ def _unreadable(org_id: int, path: str) -> str | None:
 
 
 def task_embed_problems(conn: Conn, org_id: int, task: str) -> list[str]:
-    """Each embed of ``task`` that a run will see as a marker instead of its content (missing, or
-    not something an embed shows), in the markers' own words, so a save can say so at once.
-    Memory embeds are left out: a save refuses them (private_embed_problems)."""
-    paths = list(dict.fromkeys(s.path for s in _spans(task)))
-    if not paths:
-        return []
-    found = _targets(conn, org_id, paths)
-    out = []
-    for path in paths:
-        if _private_family(path) is not None:
-            continue
-        why = _unreadable(org_id, path) or (None if path in found else f"embed missing: {path} does not exist")
-        if why:
-            out.append(why)
-    return out
+    """Each embed of ``task`` that a run will see as a marker instead of its content (missing, not
+    something an embed shows, or past the 64 KB budget; in the task or in a note it inlines), in
+    the markers' own words, each once, so a save can say so at once. Taken from the expansion
+    itself, so the warning and State never disagree. A nested note's own embeds, left unexpanded
+    by design, and memory embeds (a save refuses them: private_embed_problems) are not problems."""
+    return list(dict.fromkeys(_expand(conn, org_id, task)[1]))
 
 
 def expand_task(conn: Conn, agent: Agent, task: str) -> str:
     """The task as State shows it (see the module docstring for the rules and markers)."""
+    return _expand(conn, agent.org_id, task)[0]
+
+
+def _expand(conn: Conn, org_id: int, task: str) -> tuple[str, list[str]]:
+    """(the expanded task, the text of each marker that stands in for content a run will not see)."""
     budget = _Budget(EMBED_BUDGET)
+    problems: list[str] = []
     first = _spans(task)
     if not first:
-        return task
-    bodies = _targets(conn, agent.org_id, list({s.path for s in first}))
+        return task, problems
+    bodies = _targets(conn, org_id, list({s.path for s in first}))
     nested: dict[str, list[_Span]] = {p: _spans(text) for p, (kind, text) in bodies.items() if kind == "note"}
     second_paths = list({s.path for spans in nested.values() for s in spans} - set(bodies))
-    bodies.update(_targets(conn, agent.org_id, second_paths))
+    bodies.update(_targets(conn, org_id, second_paths))
 
     def render(text: str, spans: list[_Span], embed: Callable[[str], str]) -> str:
         out, last = [], 0
@@ -285,26 +282,30 @@ def expand_task(conn: Conn, agent: Agent, task: str) -> str:
         out.append(text[last:])
         return "".join(out)
 
+    def lost(why: str) -> str:
+        problems.append(why)
+        return _marker(why)
+
     def one(path: str, depth: int) -> str:
         if _private_family(path) is not None:
             return f"[{path}]({path})"
-        why = _unreadable(agent.org_id, path)
+        why = _unreadable(org_id, path)
         if why:
-            return _marker(why)
+            return lost(why)
         if path not in bodies:
-            return _marker(f"embed missing: {path} does not exist")
+            return lost(f"embed missing: {path} does not exist")
         kind, text = bodies[path]
         if kind == "collection":
             return text
         if budget.cut:
-            return _marker(f"embed budget of 64 KB used up: {path} not inlined")
+            return lost(f"embed budget of 64 KB used up: {path} not inlined")
         spans = nested[path] if path in nested else _spans(text)
         if not budget.fits(_size(text, spans)):
-            return _marker(f"embed budget of 64 KB reached: {path} ({len(text.encode('utf-8'))} bytes) is not "
-                           "inlined, nor any embed after it")
+            return lost(f"embed budget of 64 KB reached: {path} ({len(text.encode('utf-8'))} bytes) is not "
+                        "inlined, nor any embed after it")
         if depth == 1:
             return render(text, spans, lambda p: one(p, 2))
         # The nested hop: its own embeds stay unexpanded, visibly.
         return render(text, spans, lambda p: _marker(f"embed not expanded: {p}; only one nested level is inlined"))
 
-    return render(task, first, lambda p: one(p, 1))
+    return render(task, first, lambda p: one(p, 1)), problems

@@ -87,14 +87,18 @@ def test_the_64_kb_budget_cuts_at_a_whole_embed_with_a_visible_marker(db, boot) 
         notes.write_note(conn, org, "org", None, "b.md", "b" * 40_000, SYSTEM)
         notes.write_note(conn, org, "org", None, "c.md", "c", SYSTEM)
         agent = load_agent(conn, boot["agent_id"], {org})
-        out = embeds.expand_task(conn, agent, f"![[org/{org}/a.md]]|![[org/{org}/b.md]]|![[org/{org}/c.md]]|"
-                                              f"![[org/{org}/collections/none]]")
-    a, b, c, d = out.split("|")
+        task = (f"![[org/{org}/a.md]]|![[org/{org}/b.md]]|![[org/{org}/c.md]]|![[org/{org}/collections/none]]"
+                f"|![[org/{org}/c.md]]")
+        out = embeds.expand_task(conn, agent, task)
+        problems = embeds.task_embed_problems(conn, org, task)
+    a, b, c, d, c_again = out.split("|")
     assert a == "a" * 40_000
     assert b == (f"[embed budget of 64 KB reached: org/{org}/b.md (40000 bytes) is not inlined, "
                  "nor any embed after it]")
-    assert c == f"[embed budget of 64 KB used up: org/{org}/c.md not inlined]"
+    assert c == c_again == f"[embed budget of 64 KB used up: org/{org}/c.md not inlined]"
     assert d == f"[embed missing: org/{org}/collections/none does not exist]"
+    # A save's warning names every embed a run will see as a marker, past the budget too, each once.
+    assert problems == [b[1:-1], c[1:-1], d[1:-1]]
 
 
 def test_a_budget_cut_inside_a_first_hop_note_never_leaves_a_raw_embed(db, boot) -> None:
@@ -118,6 +122,13 @@ def test_a_budget_cut_inside_a_first_hop_note_never_leaves_a_raw_embed(db, boot)
                    "after it] outro "
                    f"[embed budget of 64 KB used up: org/{org}/small.md not inlined] "
                    f"[embed budget of 64 KB used up: org/{org}/wide.md not inlined]")
+    with db.connection() as conn:
+        problems = embeds.task_embed_problems(
+            conn, org, f"![[org/{org}/a.md]] ![[org/{org}/hub.md]] ![[org/{org}/wide.md]]")
+    assert problems == [f"embed budget of 64 KB reached: org/{org}/big.md ({30_001 + len(f'![[org/{org}/a.md]]')} "
+                        "bytes) is not inlined, nor any embed after it",
+                        f"embed budget of 64 KB used up: org/{org}/small.md not inlined",
+                        f"embed budget of 64 KB used up: org/{org}/wide.md not inlined"]
 
 
 def test_delete_or_move_of_an_embedded_note_is_refused_naming_every_task(db, boot) -> None:
