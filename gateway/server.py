@@ -22,7 +22,7 @@ from api import create_app
 from api.auth import parse_basic
 from dav_provider.app import MOUNT_PATH, build_dav_app
 from gateway import limits
-from gateway.door import BODY_TIMEOUT, CLOSE_CONNECTION, DoorServer
+from gateway.door import BODY_TIMEOUT, CLOSE_CONNECTION, SERVED_METHODS, DoorServer
 from gateway.logs import clean, install as install_log_escaping
 from store.access import PRINCIPAL_KEY, Door
 from store.db import Database, outage_met
@@ -84,11 +84,15 @@ class Gateway:
             return start_response(status, headers, exc_info)
 
         path = environ.get("PATH_INFO", "")
-        if path == MOUNT_PATH or path.startswith(MOUNT_PATH + "/"):
+        if environ.get("REQUEST_URI") == "*":
+            # OPTIONS * asks about the server as a whole (RFC 9110 9.3.7), not a page at "/*" (the
+            # PATH_INFO cheroot gives it; cheroot itself refuses * with any other method).
+            app: WSGIApp = _server_options
+        elif path == MOUNT_PATH or path.startswith(MOUNT_PATH + "/"):
             # WsgiDAV expects its mount path in SCRIPT_NAME, as a path dispatcher would set it.
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + MOUNT_PATH
             environ["PATH_INFO"] = path[len(MOUNT_PATH):] or "/"
-            app: WSGIApp = _refusal(environ, path) or _outage_as_503(self.dav)
+            app = _refusal(environ, path) or _outage_as_503(self.dav)
         elif path.startswith("/api/") or path == "/api":
             app = _refusal(environ, path) or self.api
         else:
@@ -202,6 +206,13 @@ def _outage_as_503(app: WSGIApp) -> WSGIApp:
             if close is not None:
                 close()
     return wrapped
+
+
+def _server_options(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """OPTIONS *: every method some path of this server takes (OPTIONS on a path says which of
+    them that path does)."""
+    start_response("200 OK", [("Allow", ", ".join(SERVED_METHODS)), ("Content-Length", "0")])
+    return [b""]
 
 
 def _answer(status: str, sentence: str, headers: list[tuple[str, str]] | None = None, *, path: str = "") -> WSGIApp:

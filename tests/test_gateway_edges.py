@@ -76,3 +76,20 @@ def test_text_postgresql_cannot_hold_is_a_422_everywhere(server, boot, operator,
         assert r.status_code == 200 and r.json()["latest"] == {text: None}
     else:
         assert r.status_code == 422 and "lone surrogate" in r.json()["error"]
+
+
+def test_options_star_says_what_the_server_answers(server, boot) -> None:
+    """``OPTIONS *`` asks about the server as a whole (RFC 9110 9.3.7): every method some path
+    takes, not the web app's page saying there is no page at /*; any other method on * is a 400
+    (cheroot's own, with its sentence)."""
+    u = urlparse(server.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    conn.request("OPTIONS", "*")
+    r = conn.getresponse()
+    assert r.read() == b""
+    assert r.status == 200
+    allow = {m.strip() for m in r.getheader("Allow", "").split(",")}
+    assert {"OPTIONS", "GET", "PUT", "PROPFIND", "LOCK", "PATCH"} <= allow
+    conn.close()
+    status, text = raw(server, "GET", "*")
+    assert status == 400 and "absolute-path" in text, text
