@@ -1,17 +1,20 @@
 """WsgiDAV's lock storage interface (LockStorageDict's methods) over store.locks.
 
 Locks live in PostgreSQL so that a lock taken through one gateway process is honoured by every
-other. A listing asks for the locks of every member; the live leases are read once per request,
-without their owners (read when a lock is shown), only those that can matter to it (an
-organisation's, ``request_scope``), and kept in a per-thread cache that the DAV app resets at each
-request start and that every change here empties. A login holds at most store.locks'
-MAX_LIVE_PER_HOLDER of them, and an owner is capped, so what one member can make every request
-read is bounded. While the process's watch (store/login_watch.py) says nothing
-happened to any lock since a read found none at all, that read is not repeated: most writes
-happen with no lock anywhere, and each saves a round trip. A lock taken through another process
-reaches this one by notification (sql/060) within milliseconds of its commit; a write in that
-window is not checked against it, as a write racing the LOCK request itself would not be. A lock
-on a side file is seen by its holder alone (``viewing``): each user's side file is their own."""
+other. A request reads, without their owners (read when a lock is shown), only the live leases
+that can matter to it (``request_focus``): those on its path (and Destination) and on the folders
+above, and for a folder's DELETE, MOVE, COPY, a depth-infinity LOCK or a Depth 1 PROPFIND those
+below it or on its members; one indexed query at its first ask, kept in a per-thread cache that
+the DAV app resets at each request start and that every change here empties. Asked of anything
+else, it reads what that ask needs. Leases elsewhere in its organisation, however many, cost it
+nothing (a member at MAX_LIVE_PER_HOLDER locks once made every request of every member of the
+organisation read all of them). While the process's watch (store/login_watch.py) says nothing
+happened to any lock since a read found none in the request's organisation (``request_scope``),
+or none in the same focus, that read is not repeated: most writes happen with no lock near, and
+each saves a round trip. A lock taken through another process reaches this one by notification
+(sql/060) within milliseconds of its commit; a write in that window is not checked against it, as
+a write racing the LOCK request itself would not be. A lock on a side file is seen by its holder
+alone (``viewing``): each user's side file is their own."""
 from __future__ import annotations
 
 import re
@@ -19,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 from wsgidav import util
@@ -41,24 +44,28 @@ _local = threading.local()
 
 def reset_request_cache(environ: dict[str, Any] | None = None) -> None:
     """Forget what this thread read for the previous request, and whose request it was.
-    ``environ``: the new request, whose scope (``request_scope``) bounds the leases it reads."""
-    _local.leases = None
+    ``environ``: the new request, whose focus (``request_focus``) says which leases it reads at
+    once, and whose scope (``request_scope``) which emptiness it may remember."""
+    _local.window = None
     _local.viewer = None
     _local.scope = request_scope(environ) if environ is not None else ""
+    _local.focus = request_focus(environ) if environ is not None else None
 
 
-# One organisation's folder in a request's path: the request then reads only the leases on that
-# folder, above it or below it. Conservative on purpose: a path that could be normalised to
-# another place ("." or ".." segments, "//", a "%" WsgiDAV may decode again), a Destination
-# elsewhere, or a tagged If header (naming resources anywhere) reads every lease, as before.
+# One organisation's folder in a request's path: a read that finds no lease on that folder, above
+# it or below it lets the request's process skip later reads inside it until a lock changes.
+# Conservative on purpose: a path that could be normalised to another place ("." or ".."
+# segments, "//", a "%" WsgiDAV may decode again), a Destination elsewhere, or a tagged If header
+# (naming resources anywhere) has the whole store as its scope.
 _ORG_PATH = re.compile(r"(?:" + re.escape(MOUNT_PATH) + r")?/(org/[1-9][0-9]{0,18})(?:/[^/%]+)*/?")
 
 
 def request_scope(environ: dict[str, Any]) -> str:
     """The tree folder every lock that can matter to this request lies on, above or below: an
     organisation's folder ("org/7") when the request stays inside it, else "" (the whole store).
-    A lock anywhere else cannot cover, conflict with, or be shown by it: read only these, one
-    organisation's locks cost nothing to the others' requests."""
+    A lock anywhere else cannot cover, conflict with, or be shown by it: once a read found none
+    there, the process skips the reads inside it until a lock changes, so one organisation's
+    locks cost nothing to the others' requests (what each request reads: ``request_focus``)."""
     match = _ORG_PATH.fullmatch(environ.get("PATH_INFO", ""))
     # (an If header of tagged lists starts with a resource, "<...>"; untagged ones with "(")
     if match is None or "/." in environ["PATH_INFO"] or environ.get("HTTP_IF", "").lstrip().startswith("<"):
@@ -69,6 +76,102 @@ def request_scope(environ: dict[str, Any]) -> str:
         if there is None or there.group(1) != match.group(1) or "/." in destination:
             return ""
     return match.group(1)
+
+
+class Focus(NamedTuple):
+    """The leases a request reads at once, in one query: those on ``paths`` and on every folder
+    above them (a lock on a folder, depth infinity, covers everything below it; one of depth 0 its
+    members), those strictly below each folder of ``below`` (a folder's DELETE, MOVE or COPY, a
+    depth-infinity LOCK or PROPFIND) and those on the direct members of each of ``children`` (a
+    Depth 1 PROPFIND: each member's lockdiscovery)."""
+    paths: tuple[str, ...]
+    below: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+
+
+def request_focus(environ: dict[str, Any]) -> Focus:
+    """The leases that can matter to this request (``Focus``), as tree paths. WsgiDAV asks only
+    of these for the requests it serves; should it ask of anything else (a path spelt so that it
+    normalises elsewhere), the storage reads what that ask needs on its own (``_Window``), so this
+    decides what is read at once, never what is seen."""
+    method = environ.get("REQUEST_METHOD", "").upper()
+    path = _request_path(environ.get("PATH_INFO", ""))
+    paths, below, children = [path], [], []
+    depth = environ.get("HTTP_DEPTH", "").strip().lower()
+    if method in ("DELETE", "MOVE") or (method == "LOCK" and depth != "0") \
+            or (method == "PROPFIND" and depth not in ("0", "1")):
+        below.append(path)
+    elif method == "PROPFIND" and depth == "1":
+        children.append(path)
+    if method in ("MOVE", "COPY") and environ.get("HTTP_DESTINATION"):
+        there = unquote(urlsplit(environ["HTTP_DESTINATION"]).path)
+        there = _request_path(there[len(MOUNT_PATH):] if there.startswith(MOUNT_PATH + "/") else there)
+        paths.append(there)
+        below.append(there)
+    return Focus(tuple(paths), tuple(below), tuple(children))
+
+
+def _request_path(path_info: str) -> str:
+    """A decoded DAV path (PATH_INFO below the mount) as a tree path."""
+    return nfc(path_info).strip("/")
+
+
+def _ancestry(path: str) -> list[str]:
+    """``path`` and every folder above it, up to the root ""."""
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i]) for i in range(len(parts) + 1)]
+
+
+def _below(path: str, folder: str) -> bool:
+    """Whether ``path`` lies strictly below ``folder``."""
+    return path != "" and (folder == "" or path.startswith(folder + "/"))
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+class _Window:
+    """The live leases one request read (without owners), and which paths they are all the
+    leases of: ``exact`` (those on these paths), ``below`` (strictly below these folders),
+    ``children`` (on these folders' direct members). An ask outside them reads what it lacks and
+    widens the window (``PgLockStorage._live``)."""
+
+    def __init__(self) -> None:
+        self.exact: set[str] = set()
+        self.below: list[str] = []
+        self.children: list[str] = []
+        # (tree path, on a side file, lock): a request asks of its locks several times (a PUT
+        # eight), so what each asks of a lock is worked out once.
+        self.locks: list[tuple[str, bool, dict[str, Any]]] = []
+        self._tokens: set[str] = set()
+
+    def cover(self, focus: Focus) -> None:
+        for path in focus.paths:
+            self.exact.update(_ancestry(path))
+        self.below += focus.below
+        self.children += focus.children
+
+    def add(self, lock: tuple[str, bool, dict[str, Any]]) -> None:
+        if lock[2]["token"] not in self._tokens:
+            self._tokens.add(lock[2]["token"])
+            self.locks.append(lock)
+
+    def has_root(self, path: str) -> bool:
+        """Whether every lease on ``path`` is here."""
+        return path in self.exact or any(_below(path, f) for f in self.below) \
+            or (path != "" and _parent(path) in self.children)
+
+    def has_below(self, path: str) -> bool:
+        """Whether every lease strictly below ``path`` is here."""
+        return any(path == f or _below(path, f) for f in self.below)
+
+    def lacks(self, focus: Focus) -> Focus | None:
+        """What is still to be read for every lease of ``focus`` to be here, or None."""
+        paths = tuple(a for p in focus.paths for a in _ancestry(p) if not self.has_root(a))
+        below = tuple(f for f in focus.below if not self.has_below(f))
+        children = tuple(f for f in focus.children if f not in self.children and not self.has_below(f))
+        return Focus(paths, below, children) if paths or below or children else None
 
 
 def viewing(principal_name: str) -> None:
@@ -137,13 +240,16 @@ class PgLockStorage:
     def __init__(self, db: Database, *, watch: LoginWatch | None = None) -> None:
         self.db = db
         self.watch = watch
-        # (the watch's lease generation, changes made here) when reads found no lock in the scopes
-        # of ``_empty_scopes`` ("": the whole store): until something changes, those reads are
-        # skipped (most requests happen with no lock anywhere near them).
+        # (the watch's lease generation, changes made here) when reads found no lock: in the
+        # scopes (an organisation's folder, "" the whole store) and request focuses (``Focus``)
+        # of ``_empty``. Until something changes, those reads are skipped (most requests happen
+        # with no lock anywhere near them). At most MAX_EMPTY focuses are remembered.
         self._empty_at: tuple[int, int] | None = None
-        self._empty_scopes: set[str] = set()
+        self._empty: set[str | Focus] = set()
         self._changes = 0
         self._known_lock = threading.Lock()
+
+    MAX_EMPTY = 10_000
 
     def __repr__(self) -> str:
         return "PgLockStorage"
@@ -169,7 +275,7 @@ class PgLockStorage:
         with self._known_lock:
             self._changes += 1
             self._empty_at = None
-        _local.leases = None   # (read again, in the same scope, by whatever the request asks next)
+        _local.window = None   # (read again, in the same focus, by whatever the request asks next)
 
     def _to_lock(self, lease: dict[str, Any], owners: _Owners | None = None) -> dict[str, Any]:
         """WsgiDAV's lock dict of a lease; ``owners``: the lease was read without its owner, which
@@ -229,46 +335,90 @@ class PgLockStorage:
     def get_lock_list(self, path: str, *, include_root: bool, include_children: bool,
                       token_only: bool) -> list[Any]:
         target = tree_path(normalize_lock_root(path))
-        return [lock["token"] if token_only else lock for lpath, lock in self._live()
-                if (include_root and lpath == target)
-                or (include_children and (target == "" or lpath.startswith(target + "/")))]
+        return [lock["token"] if token_only else lock
+                for lpath, lock in self._live(Focus((target,), (target,) if include_children else ()))
+                if (include_root and lpath == target) or (include_children and _below(lpath, target))]
 
-    def _live(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(tree path, lock) of each live lock this request may see, read once per request."""
-        cached = getattr(_local, "leases", None)
-        if cached is None:
-            # A grant always reads (HostLockManager.acquire): it decides under PostgreSQL's lock.
-            watched = self.watch is not None and not getattr(_local, "granting", False)
-            generation = self.watch.leases() if watched else None  # type: ignore[union-attr]
-            known = None if generation is None else (generation, self._changes)
-            scope = getattr(_local, "scope", "")
-            if known is not None and known == self._empty_at and not self._empty_scopes.isdisjoint((scope, "")):
-                cached = _local.leases = []
-            else:
-                with self.db.connection() as conn:
-                    found = leases.under(conn, scope, owners=False)
-                owners = _Owners(self.db, [x["token"] for x in found])
-                # (tree path, on a side file, lock): a request asks this list several times (a PUT
-                # eight), each over every live lock, so what each asks of a lock is worked out once.
-                cached = _local.leases = [(x["path"], is_side_path(x["path"]), self._to_lock(x, owners))
-                                          for x in found]
-                if known is not None and not found:
-                    with self._known_lock:
-                        if known[1] == self._changes:
-                            if self._empty_at != known:
-                                self._empty_at, self._empty_scopes = known, set()
-                            self._empty_scopes.add(scope)
+    def locks_near(self, url: str, depth: str) -> bool:
+        """Whether a live lock this request sees lies on ``url`` (a ref URL) or on a folder above
+        it, or (``depth`` "infinity") anywhere below it: with none, nothing can stop a change of
+        ``url`` (``HostLockManager._get_write_conflicts``)."""
+        target = tree_path(normalize_lock_root(url))
+        above = set(_ancestry(target))
+        deep = depth == "infinity"
+        return any(lpath in above or (deep and _below(lpath, target))
+                   for lpath, _ in self._live(Focus((target,), (target,) if deep else ())))
+
+    def listing_has_locks(self, url: str) -> bool:
+        """Whether a live lock this request sees lies on the folder ``url`` (a ref URL) or on one
+        of its members: with none, every lockdiscovery of its Depth 1 listing is empty
+        (lockdiscovery shows the locks rooted at the resource itself, as WsgiDAV's does)."""
+        target = tree_path(normalize_lock_root(url))
+        return any(lpath == target or (lpath != "" and _parent(lpath) == target)
+                   for lpath, _ in self._live(Focus((target,), (), (target,))))
+
+    def _live(self, wanted: Focus) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(tree path, lock) of each live lock this request may see, among them at least every
+        one of ``wanted`` (its paths, the folders above them, and what lies below ``below`` and
+        on the members of ``children``). The request's focus is read at its first ask, in one
+        query; an ask beyond it reads what it lacks, once."""
+        window = getattr(_local, "window", None)
+        if window is None:
+            window = _local.window = _Window()
+            focus = getattr(_local, "focus", None)
+            if focus is not None:
+                self._read(window, focus, getattr(_local, "scope", ""))
+        lacking = window.lacks(wanted)
+        if lacking is not None:
+            self._read(window, lacking, None)
         now, viewer = time.time(), getattr(_local, "viewer", None)
-        for lpath, side, lock in cached:
+        for lpath, side, lock in window.locks:
             if lock["expire"] >= now and (not side or _seen_by(viewer, lock)):
                 yield lpath, lock
+
+    def _read(self, window: _Window, focus: Focus, scope: str | None) -> None:
+        """Read the live leases of ``focus`` into ``window`` (one query), unless the watch says
+        none can be there; ``scope``: the request's, whose emptiness a read may remember."""
+        # A grant always reads (HostLockManager.acquire): it decides under PostgreSQL's lock.
+        watched = self.watch is not None and not getattr(_local, "granting", False)
+        generation = self.watch.leases() if watched else None  # type: ignore[union-attr]
+        known = None if generation is None else (generation, self._changes)
+        request_scope = getattr(_local, "scope", "")
+        if known is not None and known == self._empty_at:
+            empty = self._empty
+            if focus in empty or "" in empty:
+                window.cover(focus)
+                return
+            if request_scope in empty and all(p == request_scope or _below(p, request_scope) for p in
+                                             (*focus.paths, *focus.below, *focus.children)):
+                window.cover(focus)
+                return
+        paths = {a for p in focus.paths for a in _ancestry(p)}
+        with self.db.connection() as conn:
+            found, near_scope = leases.near(conn, paths=sorted(paths), below=focus.below,
+                                            children=focus.children, scope=scope if known is not None else None,
+                                            owners=False)
+        owners = _Owners(self.db, [x["token"] for x in found])
+        window.cover(focus)
+        for x in found:
+            window.add((x["path"], is_side_path(x["path"]), self._to_lock(x, owners)))
+        if known is not None and (not found or near_scope is False):
+            with self._known_lock:
+                if known[1] == self._changes:
+                    if self._empty_at != known:
+                        self._empty_at, self._empty = known, set()
+                    if not found and len(self._empty) < self.MAX_EMPTY:
+                        self._empty.add(focus)
+                    if near_scope is False:
+                        self._empty.add(scope)  # type: ignore[arg-type]
 
     def locked_at_or_above(self, path: str) -> bool:
         """Whether a live lock is rooted at ``path`` (a decoded DAV path, as WsgiDAV's PATH_INFO)
         or at a folder above it: a write there must pass WsgiDAV's lock checks (a lock-null name,
         a locked file, a locked folder's members). No query while the watch says no lock is near."""
         target = nfc(path).strip("/")  # already decoded: a name may hold "%41" itself
-        return any(root == "" or root == target or target.startswith(root + "/") for root, _ in self._live())
+        above = _ancestry(target)
+        return any(root in above for root, _ in self._live(Focus((target,))))
 
 
 class HostLockManager(LockManager):
@@ -289,7 +439,7 @@ class HostLockManager(LockManager):
         # locks (leases.create checks it again, with the holder's count, for every front end).
         leases.check_owner(owner_text(kwargs.get("lock_owner")))
         with leases.one_grant_at_a_time(self.storage.db):
-            _local.leases = None  # read afresh under the grant's lock
+            _local.window = None  # read afresh under the grant's lock
             _granting(True)
             try:
                 return super().acquire(**kwargs)
@@ -321,8 +471,8 @@ class HostLockManager(LockManager):
 
     def _get_write_conflicts(self, url: str, depth: str, token_list: list[str], principal: str) -> DAVErrorCondition:
         errcond = DAVErrorCondition(PRECONDITION_CODE_LockConflict)
-        if not self.storage.get_lock_list("/", include_root=True, include_children=True, token_only=True):
-            return errcond  # no lock anywhere (the common case, known without a query): nothing to walk
+        if not self.storage.locks_near(url, depth):
+            return errcond  # no lock near (the common case, often known without a query): nothing to walk
         covering: list[dict[str, Any]] = []
         u = url
         while u:

@@ -4,8 +4,8 @@ A client listing a folder of 10 000 notes spent most of its time in WsgiDAV buil
 tree (ten properties per member, each through get_property_value, get_ref_url and a quote) and
 then serialising it. Here the same answer is written as text from the folder's one listing
 (HostTree.list, which keeps the tree's rules: layout, hidden files, side files), the folder's dead
-properties (one query, PgPropertyManager) and its locks (one query, PgLockStorage), with the same
-properties and values WsgiDAV gives, in the same order.
+properties (one query, PgPropertyManager) and the locks on it and its members (one query,
+PgLockStorage), with the same properties and values WsgiDAV gives, in the same order.
 
 Only the common case is taken: Depth 1 on an existing folder, no If headers, a body that is empty,
 <allprop/>, or <prop> naming only properties listed in LIVE or dead (non-DAV:) properties.
@@ -137,10 +137,9 @@ class _Writer:
         self.folder = folder
         self.locks = provider.lock_manager
         self.props = provider.prop_manager
-        # The request's leases are read once (PgLockStorage); with none at all, no member needs a
-        # lock lookup of its own.
-        self.any_locks = bool(self.locks) and bool(self.locks.storage.get_lock_list(
-            "/", include_root=True, include_children=True, token_only=True))
+        # The leases on the folder and its members are read once (PgLockStorage: the request's
+        # focus), not the whole organisation's; with none, no member needs a lock lookup of its own.
+        self.any_locks = bool(self.locks) and self.locks.storage.listing_has_locks(folder.get_ref_url())
 
     def response(self, res: Any, href: str, names: tuple[str, ...]) -> str:
         ref = res.get_ref_url()

@@ -8,14 +8,15 @@ WebDAV's own requests are checked by WsgiDAV against the tokens they send.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from store.db import Conn, Database, like_escape
+from store.db import Conn, Database, compact
 from store.errors import LimitReached, Locked, TooLarge
 from store.properties import MAX_VALUE_BYTES
 
@@ -36,9 +37,12 @@ MAX_OWNER_BYTES = MAX_VALUE_BYTES
 MAX_LIVE_PER_HOLDER = 1000
 
 
-def _like_prefix(path: str) -> str:
-    """Every path below ``path``, as a LIKE pattern."""
-    return like_escape(path) + "/%"
+def _below_range(folder: str) -> tuple[str, str]:
+    """(low, high): the paths strictly below ``folder`` (not the root "": below it is every other
+    path) are those from low (included) to high (excluded) in byte order, the order of
+    path_leases_path's text_pattern_ops (~>=~, ~<~). Unlike LIKE with a bound pattern, that range
+    stays an index condition in a prepared statement's generic plan."""
+    return folder + "/", folder + "0"   # ('0' is the byte after '/')
 
 
 def _ancestors(path: str) -> list[str]:
@@ -101,22 +105,89 @@ def delete(conn: Conn, token: str) -> bool:
     return conn.execute("DELETE FROM path_leases WHERE token = %s", (token,)).rowcount > 0
 
 
-def covering(conn: Conn, path: str, *, include_root: bool = True, include_children: bool = False,
-             owners: bool = True) -> list[Lease]:
-    """Live leases on ``path`` (include_root), on its ancestors with depth infinity, and on paths
-    below it (include_children), in one query. ``owners=False`` leaves each lease's owner out (see
-    ``owners``): up to MAX_OWNER_BYTES each, they are most of the leases' bytes, and most requests
-    that read the leases only ask which paths they cover."""
-    ancestors = _ancestors(path)
-    rows = conn.execute(
-        f"""SELECT token, path, {'data' if owners else "data - 'owner' AS data"}, expires_at FROM path_leases
-           WHERE expires_at > now()
-             AND ((%s AND path = %s)
-                  OR (path = ANY(%s) AND data->>'depth' = 'infinity')
-                  OR (%s AND path LIKE %s))
-           ORDER BY created_at""",
-        (include_root, path, ancestors, include_children, _like_prefix(path) if path else "%")).fetchall()
-    return [_row(r) for r in rows]
+# The live leases near one request (``near``): on given paths (whatever their depth), strictly
+# below given folders, on the direct members of given folders. Each part is an index condition:
+# on path_leases_path (= ANY, and the range of ``_below_range``, which stays one in a prepared
+# statement's generic plan, where LIKE with a bound pattern does not) or on path_leases_folder
+# (sql/150: a lease's folder, the path up to its last '/'; a folder's members are not a range of
+# paths, its descendants are), so what the query reads is what it returns, however many leases
+# lie elsewhere in the store.
+_NEAR_ROWS = """
+    SELECT l.token, l.path, {data}, l.expires_at, l.created_at FROM path_leases l
+     WHERE l.path = ANY(%(paths)s::text[]) AND l.expires_at > now()
+    UNION ALL
+    SELECT l.token, l.path, {data}, l.expires_at, l.created_at FROM path_leases l
+     WHERE left(l.path, -strpos(reverse(l.path), '/')) = ANY(%(children)s::text[]) AND l.path <> ''
+       AND l.expires_at > now()"""
+# The leases strictly below one folder (one per folder: a join over a list of ranges is planned as a
+# scan of the whole table in a generic plan, where a range of parameters stays an index condition).
+_BELOW_ROWS = """
+    UNION ALL
+    SELECT l.token, l.path, {data}, l.expires_at, l.created_at FROM path_leases l
+     WHERE l.path ~>=~ %(low{i})s AND l.path ~<~ %(high{i})s AND l.expires_at > now()"""
+_ALL_ROWS = """
+    SELECT l.token, l.path, {data}, l.expires_at, l.created_at FROM path_leases l WHERE l.expires_at > now()"""
+# One row (token NULL) when a live lease lies on the folder %(scope)s, above it or below it.
+_SCOPE_PROBE = """
+    UNION ALL
+    SELECT NULL, NULL, NULL, NULL, NULL
+     WHERE EXISTS (SELECT 1 FROM path_leases s WHERE s.path = ANY(%(scope_paths)s::text[]) AND s.expires_at > now())
+        OR EXISTS (SELECT 1 FROM path_leases s WHERE s.path ~>=~ %(scope_low)s AND s.path ~<~ %(scope_high)s
+                                                 AND s.expires_at > now())"""
+# One row (token NULL) when a live lease lies anywhere.
+_ANY_PROBE = """
+    UNION ALL
+    SELECT NULL, NULL, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM path_leases s WHERE s.expires_at > now())"""
+
+
+@functools.cache
+def _near_statement(whole: bool, folders: int, probe: str, owners: bool) -> str:
+    """``near``'s statement: every lease (``whole``), or those of its paths, of its ``folders``
+    folders' descendants and of its folders' members."""
+    data = "l.data" if owners else "l.data - 'owner' AS data"
+    rows = _ALL_ROWS.format(data=data) if whole else _NEAR_ROWS.format(data=data) + "".join(
+        _BELOW_ROWS.format(data=data, i=i) for i in range(folders))
+    return compact(rows + {"": "", "scope": _SCOPE_PROBE, "any": _ANY_PROBE}[probe])
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder``, a folder above it or a path below it."""
+    return folder == "" or path == "" or path == folder or path.startswith(folder + "/") \
+        or folder.startswith(path + "/")
+
+
+def near(conn: Conn, *, paths: Iterable[str] = (), below: Iterable[str] = (), children: Iterable[str] = (),
+         scope: str | None = None, owners: bool = True) -> tuple[list[Lease], bool | None]:
+    """The live leases on ``paths`` (any depth), strictly below each folder of ``below`` ("": the
+    root, every lease) and on the direct members of each folder of ``children``, in one indexed
+    query, each lease once, in the order they were granted. ``owners=False`` leaves each lease's
+    owner out: up to MAX_OWNER_BYTES each, they are most of the leases' bytes, and most requests
+    that read the leases only ask which paths they cover (``owners`` reads them when shown). With
+    ``scope`` (a folder; "": the root): also whether any live lease lies on it, on a folder above
+    it or below it (else None), so a caller may remember that nothing there is locked. Only what is
+    asked is read: the leases elsewhere, however many, cost this query nothing."""
+    paths, below, children = list(dict.fromkeys(paths)), list(dict.fromkeys(below)), list(dict.fromkeys(children))
+    whole = "" in below
+    probe = "" if scope is None or whole else "any" if scope == "" else "scope"
+    params: dict[str, Any] = {}
+    if not whole:
+        params.update(paths=paths, children=children)
+        for i, folder in enumerate(below):
+            params[f"low{i}"], params[f"high{i}"] = _below_range(folder)
+    if probe == "scope":
+        scope_low, scope_high = _below_range(scope)  # type: ignore[arg-type]
+        params.update(scope_paths=[*_ancestors(scope), scope], scope_low=scope_low, scope_high=scope_high)  # type: ignore[arg-type]
+    found: dict[str, dict] = {}
+    probed = False
+    for r in conn.execute(_near_statement(whole, 0 if whole else len(below), probe, owners), params).fetchall():
+        if r["token"] is None:
+            probed = True
+        else:
+            found.setdefault(r["token"], r)
+    rows = sorted(found.values(), key=lambda r: r["created_at"])
+    if whole and scope is not None:
+        probed = any(_within(r["path"], scope) for r in rows)
+    return [_row(r) for r in rows], (None if scope is None else probed)
 
 
 # The lease that stops a change of %(path)s by a caller holding no lease token, as JSON (holder,
@@ -126,8 +197,8 @@ def covering(conn: Conn, path: str, *, include_root: bool = True, include_childr
 # that folder (%(membership)s: a delete or a move; or a write where no file is there yet, a
 # create). One SQL expression, so a write adds it to its own statement (store.storage) and
 # honouring leases costs that write no round trip; refuse_if_leased() asks it alone.
-# covering() spells the first two rules too, for WebDAV's lock storage, which needs every
-# covering lease with its data rather than the one that stops a change.
+# WebDAV's lock storage reads the leases near a request with their data instead (``near``), and
+# WsgiDAV applies these rules to them.
 # Parameters: %(path)s and those of lease_params().
 LEASE_SQL = """(SELECT jsonb_build_object('holder', coalesce(l.data->>'principal', 'another client'),
                                           'root', l.path, 'until', l.expires_at)
@@ -169,15 +240,17 @@ def refuse_if_leased(conn: Conn, path: str, *, membership: bool = False) -> None
         raise locked(path, row["lease"])
 
 
-def under(conn: Conn, folder: str, *, owners: bool = True) -> list[Lease]:
-    """Every live lease on the folder, its ancestors or anything below it: what a listing of the
-    folder needs, in one query (``owners``: as ``covering``)."""
-    return covering(conn, folder, include_root=True, include_children=True, owners=owners)
+def under(conn: Conn, folder: str) -> list[Lease]:
+    """Every live lease on ``folder``, below it, or on a folder above it with depth infinity (every
+    lease for ""): the locks that stop a change there, as `hostfinder admin lock list` shows them."""
+    ancestors = _ancestors(folder)
+    leases, _ = near(conn, paths=[*ancestors, folder] if folder else [], below=[folder])
+    return [lease for lease in leases if lease["path"] not in ancestors or lease.get("depth") == "infinity"]
 
 
 def owners(conn: Conn, tokens: list[str]) -> dict[str, str]:
-    """{token: owner} of the live leases among ``tokens``: the owners ``covering(owners=False)``
-    left out, read when a lock is shown (lockdiscovery)."""
+    """{token: owner} of the live leases among ``tokens``: the owners ``near(owners=False)`` left
+    out, read when a lock is shown (lockdiscovery)."""
     rows = conn.execute("SELECT token, coalesce(data->>'owner', '') AS owner FROM path_leases WHERE token = ANY(%s)",
                         (tokens,)).fetchall()
     return {r["token"]: r["owner"] for r in rows}
@@ -185,8 +258,8 @@ def owners(conn: Conn, tokens: list[str]) -> dict[str, str]:
 
 def clear(conn: Conn, path: str) -> int:
     """Drop the leases on ``path`` and below it (the node went away)."""
-    return conn.execute("DELETE FROM path_leases WHERE path = %s OR path LIKE %s",
-                        (path, _like_prefix(path))).rowcount
+    return conn.execute("DELETE FROM path_leases WHERE path = %s OR (path ~>=~ %s AND path ~<~ %s)",
+                        (path, *_below_range(path))).rowcount
 
 
 def clear_all(conn: Conn) -> int:

@@ -333,6 +333,19 @@ def test_admin_commands_print_one_json_object(pg_server: str, template_db: str) 
         assert admin("lock", "list", "--under", f"/dav/org/{org['id']}/")["locks"] == held
         assert admin("lock", "remove", pasted) == {"removed": 1, "path": note}
         assert admin("lock", "list") == {"locks": []}
+        # Under a note: its own locks and a depth-infinity lock on a folder above, which stops a
+        # change of it too; not a depth-0 lock on a folder above, which does not.
+        guild_folder = f"org/{org['id']}/guilds/{guild['id']}"
+        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+            for token, path, depth in (("deep", guild_folder, "infinity"), ("shallow", f"org/{org['id']}", "0"),
+                                       ("own", note, "0")):
+                leases.create(conn, f"opaquelocktoken:{token}", path,
+                              {"depth": depth, "scope": "exclusive", "principal": "bo@example.com"},
+                              datetime.now(timezone.utc) + timedelta(weeks=4))
+        held = admin("lock", "list", "--under", note)["locks"]
+        assert sorted((x["path"], x["depth"]) for x in held) == [(guild_folder, "infinity"), (note, "0")]
+        assert len(admin("lock", "list")["locks"]) == 3
+        assert admin("lock", "remove", f"org/{org['id']}")["removed"] == 3
 
         # Names and logins a person can get wrong: one sentence each, nothing half made.
         def orgs() -> int:

@@ -121,11 +121,13 @@ def test_a_login_over_the_live_lock_count_is_refused_until_it_unlocks_one(
     assert live == 3
 
 
-def test_a_request_inside_one_organisation_reads_only_the_locks_that_can_matter_to_it() -> None:
-    """A request whose path (and Destination) stay in one organisation's folder reads the leases
-    on that folder, above and below it only: another organisation's locks cost it nothing. Any
-    path that could be normalised elsewhere, a Destination in another folder or a tagged If
-    header (which names resources anywhere) reads every lease, as before."""
+def test_a_request_inside_one_organisation_has_that_organisation_as_its_scope() -> None:
+    """A request whose path (and Destination) stay in one organisation's folder has that folder
+    as its scope: once a read found no lease there, the process skips its reads inside it until a
+    lock changes, so another organisation's locks cost it nothing (what each request reads, its
+    focus, is tests/test_dav_lock_scope.py's). Any path that could be normalised elsewhere, a
+    Destination in another folder or a tagged If header (which names resources anywhere) has the
+    whole store as its scope."""
     from dav_provider.locks import request_scope
     inside = {"PATH_INFO": "/org/7/guilds/2/plan.md"}
     assert request_scope(inside) == "org/7"
