@@ -149,7 +149,10 @@ OPERATIONS: dict[tuple[str, str], Op] = {
 
     # Records (api/records.py)
     ("/api/collections/{collection_id}/export", "get"): Op(
-        "The live records as JSONL", content_type="application/x-ndjson", tags=("records",)),
+        "The live records as JSONL", content_type="application/x-ndjson", tags=("records",),
+        query=(("format", {"type": "string", "enum": ["jsonl", "ndjson"]},
+                "JSONL, the only format (optional; CSV is the web app's)"),),
+        extra={422: "a format other than JSONL"}),
     ("/api/collections/{collection_id}/records", "get"): Op(
         "List or search the records: { total, records, columns }", query=_RECORD_QUERY, tags=("records",),
         extra={422: "the listing or search arguments, with every problem"}),

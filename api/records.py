@@ -159,6 +159,12 @@ def remove(collection_id: int, record_id: int):  # type: ignore[no-untyped-def]
 def export(collection_id: int):  # type: ignore[no-untyped-def]
     """The live records as JSONL, one record per line by id, streamed in pieces of at most 256 KB:
     memory bounded by bytes however many records the collection holds, and however large."""
+    wanted = request.args.get("format")
+    if wanted is not None and wanted.lower() not in ("jsonl", "ndjson"):
+        # (asked for CSV, a caller would otherwise save JSONL under the name it chose)
+        problem = (f"format: the API exports JSONL only, not {wanted!r}; leave format out, or take CSV from the "
+                   f"web app's table page (Export as CSV, /databases/{collection_id}/export.csv)")
+        raise Invalid(problem, [problem])
     collection, lines = member_records.export(db(), principal(), collection_id, batch=EXPORT_BATCH)
     return Response(lines, mimetype="application/x-ndjson", headers={
         "Content-Disposition": f'attachment; filename="{collection.name}.jsonl"',

@@ -312,9 +312,10 @@ def mount_and_measure(args: argparse.Namespace, url: str, work: Path) -> int:
             for label, write_elsewhere in writers:
                 worst = 0.0
                 for k in range(VISIBILITY_PROBES):
-                    name = f"note-{k + 500:05d}.md"
+                    i = (k + 500) % args.notes   # (notes from the middle of the folder, as far as it goes)
+                    name = f"note-{i:05d}.md"
                     (targets["hostfinder"] / name).read_bytes()  # the kernel holds its pages now
-                    new = body(k + 500, edit=int(time.time() * 1000))
+                    new = body(i, edit=int(time.time() * 1000))
                     start = time.perf_counter()
                     write_elsewhere(name, new)
                     while (targets["hostfinder"] / name).read_bytes() != new:

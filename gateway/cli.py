@@ -68,7 +68,7 @@ MAX_THREADS = 256
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.demo import ensure_demo
-    from gateway.server import Gateway, cannot_listen, make_server
+    from gateway.server import Gateway, cannot_listen, cannot_start, make_server
     from gateway.workers import (MAX_CONNECTIONS, MAX_WORKERS, MIN_POOL, OWN_CONNECTIONS, default_workers,
                                  pool_size, serve_workers)
 
@@ -102,14 +102,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                              tls_cert=config.tls_cert and str(config.tls_cert),
                              tls_key=config.tls_key and str(config.tls_key))
     except Exception as exc:
-        hint = "; check --tls-cert and --tls-key (PEM files of one certificate and its key)" if config.tls_cert else ""
-        raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}{hint}") from None
+        raise CommandError(cannot_start(config.host, config.port, exc, tls=bool(config.tls_cert))) from None
     try:
         server.prepare()
     except OSError as exc:
         raise CommandError(cannot_listen(config.host, config.port, exc)) from None
     except Exception as exc:  # cheroot wraps TLS loading errors in several types
-        raise CommandError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
+        raise CommandError(cannot_start(config.host, config.port, exc, tls=bool(config.tls_cert))) from None
 
     _stop_on_sigterm()  # during start-up, Ctrl-C or SIGTERM interrupts at once
     # A connection per thread and a few spare; on the embedded PostgreSQL, within its 100.
@@ -160,17 +159,31 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, raise_interrupt)
 
 
+def _invoked_as() -> str:
+    """The command as this process was started (.venv/bin/hostfinder under `make serve`), so a
+    hint can be pasted as it is: the virtualenv's bin is seldom on PATH."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "hostfinder"
+    return argv0 if "/" in argv0 and Path(argv0).name == "hostfinder" else "hostfinder"
+
+
 def _announce(config: Config, login: dict[str, Any] | None) -> None:
     base = config.base_url
     lines = [f"Host Finder is serving on {base}",
              f"  Web app (Databases, Notes, agents' State): {base}/   <- open this in a browser",
              f"  WebDAV (Finder, Explorer, davfs2, rclone): {base}/dav/",
              f"  HTTP API:                                  {base}/api/  (health: {base}/api/health)"]
+    me = _invoked_as()
+    where = "--database-url" if config.database_url else "--data-dir"
     if login:
         lines.append(f"  Log in as {login['email']} with password {login['password']}")
     elif not config.demo:
-        lines.append("  Logins (no demo): hostfinder admin user create --email YOU --password '...', then "
-                     "hostfinder admin member add --org ORG_ID --email YOU (with this --data-dir or --database-url)")
+        lines.append(f"  Logins (no demo): {me} admin user create --email YOU --password '...', then "
+                     f"{me} admin member add --org ORG_ID --email YOU (with this {where})")
+    else:
+        # The store had organisations already, and no kept demo login (with --database-url the
+        # password is printed at the first start only: there is no data directory to keep it in).
+        lines.append(f"  Logins: this store's users; a forgotten password is replaced with {me} admin user "
+                     f"set-password --email EMAIL --password '...' (with this {where})")
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), flush=True)
 

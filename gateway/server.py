@@ -236,6 +236,13 @@ def _plain(start_response: Callable[..., Any], status: str, sentence: str,
     return [body]
 
 
+def cannot_start(host: str, port: int, exc: Exception, *, tls: bool) -> str:
+    """One sentence for a server that could not be made: with TLS, most often a certificate or
+    key that does not load (ssl.SSLError's own text names only OpenSSL's function)."""
+    hint = "; check --tls-cert and --tls-key (PEM files of one certificate and its key)" if tls else ""
+    return f"cannot start the server on {host}:{port}: {exc}{hint}"
+
+
 def cannot_listen(host: str, port: int, exc: OSError) -> str:
     """One sentence for a bind that failed: the port taken, or an address this machine lacks.
     (cheroot wraps the OSError in its own message, so the errno is looked for in the text too.)"""

@@ -110,13 +110,13 @@ def adopt(server: Any, sock: socket.socket) -> None:
 def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, dict | None], None],
                   ensure_demo: Callable[[Any, Config], dict | None]) -> int:
     """Run the gateway in ``workers`` processes until SIGTERM or SIGINT; 0 on a clean stop."""
-    from gateway.server import cannot_listen, make_server
+    from gateway.server import cannot_listen, cannot_start, make_server
 
     try:  # the TLS files load here, once, so a bad certificate is one sentence at start-up
         binder = make_server(_unused, config.host, config.port, tls_cert=config.tls_cert and str(config.tls_cert),
                              tls_key=config.tls_key and str(config.tls_key))
     except Exception as exc:
-        raise StartupError(f"cannot start the server on {config.host}:{config.port}: {exc}") from None
+        raise StartupError(cannot_start(config.host, config.port, exc, tls=bool(config.tls_cert))) from None
     try:
         socks = listen_each(binder, workers)
     except OSError as exc:

@@ -69,6 +69,10 @@ def davfs_mount(url: str, user: str, password: str) -> Iterator[Path]:
         if os.path.ismount(mnt):
             subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
         shutil.rmtree(work, ignore_errors=True)
+        # davfs2 keeps a cache folder per mount point (its name holds the mount's path) in
+        # /var/cache/davfs2, owned by its own user, so it cannot live in ``work``; it goes here.
+        for cache in Path("/var/cache/davfs2").glob(f"*{work.name}*"):
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def test_davfs2_mount_reads_writes_renames(server: Any, ids: dict[str, Any], db: Database) -> None:

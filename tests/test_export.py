@@ -47,3 +47,15 @@ def test_export_of_an_empty_or_unknown_collection(server, db, boot, operator) ->
     assert r.status_code == 200 and r.text == ""
     r = operator.get(f"{server.url}/api/collections/424242/export")
     assert r.status_code == 404 and r.json()["error"] == "unknown collection 424242"
+
+
+def test_an_export_asked_for_another_format_is_refused_not_answered_with_jsonl(server, db, boot, operator) -> None:
+    """?format=csv was ignored: the caller saved JSONL under the .csv name it chose."""
+    leads = make_collection(db, boot["org_id"], "leads", LEADS)
+    r = operator.get(f"{server.url}/api/collections/{leads['id']}/export", params={"format": "csv"})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == ("format: the API exports JSONL only, not 'csv'; leave format out, or take CSV from "
+                                 f"the web app's table page (Export as CSV, /databases/{leads['id']}/export.csv)")
+    for fmt in ("jsonl", "NDJSON"):
+        r = operator.get(f"{server.url}/api/collections/{leads['id']}/export", params={"format": fmt})
+        assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/x-ndjson")
