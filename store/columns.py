@@ -140,10 +140,12 @@ def _spaces_problem(item: str) -> str | None:
 
 def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str],
                reserved: tuple[str, ...] = RESERVED, repeated: frozenset[str] = frozenset(),
-               stored: bool = False) -> Column | None:
+               stored: bool = False, listed_before: frozenset[str] = frozenset()) -> Column | None:
     """One definition; appends its problems and returns the column only when it has none.
     ``stored``: a definition read back from its row, which passed the rules of its day (a values
-    item with spaces around it, accepted before that was refused, still reads)."""
+    item with spaces around it, accepted before that was refused, still reads). ``listed_before``:
+    the values the table listed before this change, which keep their spaces (records hold them;
+    the web editor sends every column back on a purpose-only save)."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
                         f"unique?, values?}}; got {_quote(raw)}")
@@ -210,7 +212,7 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
                                     f"{MAX_VALUE_LENGTH} characters; got {_quote(item)}")
                 elif "\x00" in item:
                     problems.append(f"{label}: values item {position} {NUL_PROBLEM}")
-                elif not stored and (problem := _spaces_problem(item)):
+                elif not stored and nfc(item) not in listed_before and (problem := _spaces_problem(item)):
                     problems.append(f"{label}: values item {position} {problem}")
             # Distinct as stored: "é" and "e\u0301" are one value once NFC.
             listed = [nfc(v) for v in values if isinstance(v, str)]
@@ -244,8 +246,9 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             places.setdefault(item["name"], []).append(i)
     repeated = frozenset(n for n, at in places.items() if len(at) > 1)
+    listed_before = frozenset(v for c in previous or () for v in c.values or ())
     parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved,
-                         repeated=repeated, stored=stored)
+                         repeated=repeated, stored=stored, listed_before=listed_before)
               for i, item in enumerate(raw)]
     columns = [c for c in parsed if c is not None]
 

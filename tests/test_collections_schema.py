@@ -277,7 +277,8 @@ def test_a_values_item_of_spaces_only_or_with_spaces_around_it_is_refused_with_e
     assert r.json()["problems"] == [_blank('column "status"', 2, '"\\t "')]
     assert operator.get(f"{url}/api/collections/{made['id']}").json()["columns"][0]["values"] == ["new", "won"]
 
-    # Stored before the rule: it still reads, and takes records; a change of its columns asks for the fix.
+    # Stored before the rule: it still reads, takes records, and keeps its values through a change of
+    # its columns that sends them back (the web editor sends every column); a new one is refused.
     with db.transaction() as conn:
         conn.execute("UPDATE artifact_collections SET columns = jsonb_set(columns, '{0,values}', %s::jsonb)"
                      " WHERE id = %s", ('["new", " won", " "]', made["id"]))
@@ -289,6 +290,10 @@ def test_a_values_item_of_spaces_only_or_with_spaces_around_it_is_refused_with_e
     r = service.post(f"{url}/api/agents/{boot['agent_id']}/tools/record_list", json={"collection": "deals"})
     assert r.status_code == 200 and r.json()["total"] == 2, r.text
     assert operator.patch(f"{url}/api/collections/{made['id']}", json={"purpose": "open deals"}).status_code == 200
-    r = operator.patch(f"{url}/api/collections/{made['id']}", json={"columns": [col("status", values=["new", " won", " "])]})
+    r = operator.patch(f"{url}/api/collections/{made['id']}",
+                       json={"columns": [col("status", description="pipeline state", values=["new", " won", " "])]})
+    assert r.status_code == 200, r.text
+    r = operator.patch(f"{url}/api/collections/{made['id']}",
+                       json={"columns": [col("status", values=["new", " won", " ", "lost "])]})
     assert r.status_code == 422, r.text
-    assert r.json()["problems"] == [_spaced('column "status"', 2, " won", "won"), _blank('column "status"', 3, '" "')]
+    assert r.json()["problems"] == [_spaced('column "status"', 4, "lost ", "lost")]
