@@ -209,7 +209,8 @@ def test_a_refused_save_shows_every_problem_beside_its_field(browser: Browser, b
     name = browser.find('[name="name"]')
     assert name.get_attribute("aria-invalid") == "true" and browser.find('[name="city"]').get_attribute("aria-invalid") is None
     described = [browser.find("#" + i).text for i in name.get_attribute("aria-describedby").split()]
-    assert len(described) == 1 and "missing required column" in described[0]
+    # (the problem first, then the column's description)
+    assert len(described) == 2 and "missing required column" in described[0] and described[1] == "full name"
     assert browser.driver.switch_to.active_element == name
     browser.shot("refused")
     assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records"))["total"] == 0

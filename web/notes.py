@@ -348,8 +348,11 @@ def create_note() -> ResponseReturnValue:
             # (The store's sentence speaks to a tool call: "write without create-only".)
             error = (f"A note named {_key_from(form['name'])} already exists in this scope; choose another "
                      "name, or open that note to change it.")
+        # (the field the refusal is about, for the form to show it there: most are the name's)
+        field = ("content" if isinstance(exc, TooLarge) else "scope" if error.startswith("scope ")
+                 else None if isinstance(exc, (Locked, LimitReached)) else "name")
         return render_template("notes/new.html", nav="notes", form=form, choices=choices,
-                               error=error, problems=exc.problems), status_of(exc)
+                               error=error, problems=exc.problems, error_field=field), status_of(exc)
     return redirect(note_url(row["display_path"], done="created"))
 
 

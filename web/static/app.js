@@ -7,10 +7,47 @@
   // A time as the pages print theirs (UTC, 24-hour): "21:59:55 UTC" (length 19) or "21:59 UTC" (16).
   const utcClock = (date, length) => date.toISOString().slice(11, length) + " UTC";
 
-  // Selects marked data-autosubmit (the org switcher) submit their form on change.
+  // --- what a screen reader is told: the page's always-present live region (base.html) -----------
+  const announcer = document.getElementById("announce");
+  let announcing = null;
+  // The sentence goes in a moment after the region is emptied, so the same sentence twice (a
+  // second search with the same count) is announced again, and a page's own first reading
+  // (its title, the focused element) is not cut short.
+  const announce = (text, delay = 150) => {
+    if (!announcer) return;
+    clearTimeout(announcing);
+    announcer.textContent = "";
+    const said = (text || "").replace(/\s+/g, " ").trim();
+    if (said) announcing = setTimeout(() => { announcer.textContent = said; }, delay);
+  };
+  const focusOn = (el, options) => {
+    if (!el) return false;
+    if (!el.matches("a[href], button, input, select, textarea, [tabindex]")) el.setAttribute("tabindex", "-1");
+    el.focus(options);
+    return document.activeElement === el;
+  };
+
+  // Selects marked data-autosubmit (the org switcher) submit their form when chosen with a
+  // pointer. With the keyboard each arrow key is a change: there a change only shows the Switch
+  // button, and Enter on the select (or the button) switches, so nobody changes organisation by
+  // browsing the list.
+  let keyed = null;  // the select the last key press went to (none since a pointer was used)
+  const autosubmits = (el) => el && el.matches && el.matches("select[data-autosubmit]") && el.form;
+  document.addEventListener("pointerdown", () => { keyed = null; }, true);
+  document.addEventListener("keydown", (ev) => {
+    const el = ev.target;
+    if (!autosubmits(el)) return;
+    keyed = el;
+    if (ev.key === "Enter" && !ev.altKey && !ev.ctrlKey && !ev.metaKey) {
+      ev.preventDefault();
+      if (el.form.requestSubmit) el.form.requestSubmit(); else el.form.submit();
+    }
+  }, true);
   document.addEventListener("change", (ev) => {
     const el = ev.target;
-    if (el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
+    if (!autosubmits(el)) return;
+    if (keyed !== el) { el.form.submit(); return; }
+    el.form.querySelectorAll(".js-hide").forEach((b) => b.classList.remove("js-hide"));
   });
 
   // Forms marked data-confirm ask first, naming what will go.
@@ -32,7 +69,33 @@
   const status = document.getElementById("live-status");
   let loading = null;
 
-  async function reloadGrid(url) {
+  // What the keyboard focus is on inside the grid, to find its match in the grid's new markup:
+  // the same link (its address), a pager link (rel, or its place in the bottom pager), a sort
+  // heading (its column), a record's link (its row's record), else the summary.
+  const focusKey = (el) => {
+    const row = el.closest("tr[data-href]");
+    const th = el.closest("th");
+    return {
+      id: el.id, tag: el.tagName, href: el.getAttribute("href"), rel: el.getAttribute("rel"), text: el.textContent.trim(),
+      column: th ? Array.prototype.indexOf.call(th.parentNode.children, th) : -1,
+      record: row ? row.getAttribute("data-href") : null, bottom: !!el.closest(".pager.bottom"),
+    };
+  };
+  const refocus = (key) => {
+    const all = (css) => Array.from(grid.querySelectorAll(css));
+    const found = (key.id && document.getElementById(key.id) && grid.contains(document.getElementById(key.id))
+                   && document.getElementById(key.id))
+      || (key.href && all(key.tag.toLowerCase() + "[href]").find((a) => a.getAttribute("href") === key.href))
+      || (key.rel && all(`a[rel="${key.rel}"]`)[0])
+      || (key.bottom && all(".pager.bottom a").find((a) => a.textContent.trim() === key.text))
+      || (key.column >= 0 && all(`thead th:nth-child(${key.column + 1}) a`)[0])
+      || (key.record && all("tr[data-href]").find((tr) => tr.getAttribute("data-href") === key.record)
+          ?.querySelector("a"))
+      || document.getElementById("summary");
+    if (found) focusOn(found, { preventScroll: true });
+  };
+
+  async function reloadGrid(url, { say = false } = {}) {
     if (!grid) return;
     if (loading) loading.abort();
     loading = new AbortController();
@@ -42,14 +105,28 @@
       const html = await resp.text();
       const doc = new DOMParser().parseFromString(html, "text/html");
       const fresh = doc.getElementById("grid");
-      if (fresh) grid.innerHTML = fresh.innerHTML;
+      if (fresh) {
+        // The markup is replaced: a focus inside it would fall to the page's start. It goes to
+        // the same thing in the new markup (or the summary), where the person left it.
+        const had = document.activeElement;
+        const key = had && had !== grid && grid.contains(had) ? focusKey(had) : null;
+        grid.innerHTML = fresh.innerHTML;
+        if (key) refocus(key);
+        if (doc.title) document.title = doc.title;
+        const summary = document.getElementById("summary");
+        if (say && summary) announce(summary.textContent);
+      }
       // New record carries the view too (search as you type changed it), for its "Back to".
       const freshNew = doc.getElementById("new-record");
       const newRecord = document.getElementById("new-record");
       if (freshNew && newRecord) newRecord.href = freshNew.getAttribute("href");
+      // (Not a live region: the clock changing on every refresh is not news to be read out.)
       if (status) status.textContent = "Live · updated " + utcClock(new Date(), 19);
     } catch (err) {
-      if (err.name !== "AbortError" && status) status.textContent = "Could not refresh; use Refresh";
+      if (err.name !== "AbortError" && status) {
+        status.textContent = "Could not refresh; use Refresh";
+        announce(status.textContent);
+      }
     }
   }
 
@@ -77,7 +154,7 @@
         if (source.readyState === EventSource.CLOSED) {
           if (!polling) {
             polling = window.setInterval(() => { if (!document.hidden) reloadGrid(); }, 15000);
-            if (status) status.textContent = "Refreshing every 15 s";
+            if (status) { status.textContent = "Refreshing every 15 s"; announce("Live refresh unavailable: refreshing every 15 s"); }
           }
           // The first time soon: a page just left gives its stream back within a second or two
           // (someone clicking through tables), so this one need not poll for a minute.
@@ -119,7 +196,7 @@
       timer = setTimeout(() => {
         const url = queryUrl();
         window.history.replaceState(null, "", url);
-        reloadGrid(url);
+        reloadGrid(url, { say: true });  // the new count is read out; the focus stays in the box
       }, 250);
     });
   }
@@ -158,12 +235,34 @@
   // Inline hints on the record form as a field is left: a number that is not one, a required
   // field left empty. They never block the save: the store's answer is the rule, shown beside
   // each field when it refuses.
+  // A hint is tied to its field: it has an id, the field is aria-invalid and described by it
+  // (before the column's description), and both go when the hint goes, unless a problem the
+  // server named is still shown beside the field.
+  const fieldOf = (control) => control.querySelector('[id^="field-"]');
+  const describedBy = (field, id, on) => {
+    const ids = (field.getAttribute("aria-describedby") || "").split(/\s+/).filter((x) => x && x !== id);
+    if (on) ids.unshift(id);
+    if (ids.length) field.setAttribute("aria-describedby", ids.join(" "));
+    else field.removeAttribute("aria-describedby");
+  };
   const hint = (control, text) => {
     let el = control.querySelector(".problem.inline");
-    if (!text) { if (el) el.remove(); control.classList.toggle("invalid", !!control.querySelector(".problem")); return; }
-    if (!el) { el = document.createElement("div"); el.className = "problem inline"; control.appendChild(el); }
+    const field = fieldOf(control);
+    if (!text) {
+      if (el) { if (field) describedBy(field, el.id, false); el.remove(); }
+      const still = !!control.querySelector(".problem");
+      control.classList.toggle("invalid", still);
+      if (field && !still) field.removeAttribute("aria-invalid");
+      return;
+    }
+    if (!el) {
+      el = document.createElement("div"); el.className = "problem inline";
+      el.id = "inline-" + (field ? field.id : "problem");
+      control.appendChild(el);
+    }
     el.textContent = text;
     control.classList.add("invalid");
+    if (field) { field.setAttribute("aria-invalid", "true"); describedBy(field, el.id, true); }
   };
   // A hint shown while a mouse button is down would move the Save button from under the click
   // that left the field (the click would then land nowhere): it waits until the click is done.
@@ -212,11 +311,8 @@
     noteIncomplete(el.form);
     const box = clearBoxOf(el);
     if (box && (el.value !== "" || partlyFilled(el))) box.checked = false;
-    if (!partlyFilled(el) && el.getAttribute("aria-describedby") === "incomplete-" + el.name) {
-      el.removeAttribute("aria-invalid");  // (set below when a save stopped on this field)
-      el.removeAttribute("aria-describedby");
-      hint(el.closest(".control"), "");
-    }
+    const stopped = el.closest(".control").querySelector(".problem.inline[role=alert]");
+    if (!partlyFilled(el) && stopped) hint(el.closest(".control"), "");  // (set below when a save stopped on this field)
   });
   document.addEventListener("change", (ev) => {
     const box = ev.target;
@@ -246,22 +342,68 @@
     partial.forEach((el) => {
       const control = el.closest(".control");
       hint(control, control.dataset.incomplete || INCOMPLETE);
-      const problem = control.querySelector(".problem.inline");
-      problem.id = "incomplete-" + el.name;
-      problem.setAttribute("role", "alert");
-      el.setAttribute("aria-invalid", "true");
-      el.setAttribute("aria-describedby", problem.id);
+      control.querySelector(".problem.inline").setAttribute("role", "alert");
     });
     partial[0].focus();
   }, true);
 
-  // A refused record form: the first field with a problem takes the focus (the server marked
-  // each such field aria-invalid, described by its problems).
+  // --- where the focus goes when a page arrives ------------------------------------------------
+  // A refused form: the first field with a problem takes the focus (the server marked each such
+  // field aria-invalid, described by its problems). A list's checkboxes: the first box.
   const firstInvalid = document.querySelector(
-    '.record-form :is(input, select, textarea)[aria-invalid="true"]');
-  if (firstInvalid) firstInvalid.focus();
+    'form :is(input, select, textarea, [role=group])[aria-invalid="true"]');
+  const params = new URLSearchParams(window.location.search);
+  // A save refused because the note or task changed meanwhile: its short alert's heading.
+  const conflictHead = document.getElementById("conflict-heading");
+  // A save that went through (?done=): its sentence is focused and read out. A save of one row's
+  // access (a table's Access tab, an agent's or a guild's State) keeps the focus on that row.
+  const doneFlash = params.has("done") && document.querySelector(".flash.ok");
+  const ACCESS = "hostfinder-access-saved";
+  const store = (() => { try { return window.sessionStorage; } catch (err) { return null; } })();
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target;
+    if (store && form.matches && form.matches("form.access-form[id]")) {
+      try { store.setItem(ACCESS, window.location.pathname + "#" + form.id); } catch (err) { /* full */ }
+    }
+  });
+  const savedAccess = () => {
+    if (params.get("done") !== "access") return null;
+    const kept = store && store.getItem(ACCESS);
+    if (store) store.removeItem(ACCESS);
+    const who = /^([ga])(\d+)$/.exec(params.get("who") || "");
+    const id = who ? `access-${who[1] === "g" ? "guild_id" : "agent_id"}-${who[2]}`
+      : kept && kept.startsWith(window.location.pathname + "#") ? kept.slice(window.location.pathname.length + 1) : null;
+    const form = id && document.getElementById(id);
+    return form && form.querySelector("select");
+  };
+  // A change of the table's view (search, filters, sort, page) reloads the page: the focus goes
+  // to the summary, which says what is listed now (the title says it too).
+  const viewChanged = Array.from(params.keys()).some((k) => k === "q" || k === "sort" || k === "page" || k.startsWith("f."));
+  const summary = document.getElementById("summary");
+  // A page opened at a fragment (#collections, #call-...): Chromium clears the focus when it
+  // scrolls to it, after the page has loaded, so the focus is placed after that.
+  const settled = (fn) => {
+    if (!window.location.hash) { fn(); return; }
+    const later = () => setTimeout(() => requestAnimationFrame(fn), 0);
+    if (document.readyState === "complete") later(); else window.addEventListener("load", later, { once: true });
+  };
+  settled(() => {
+  if (firstInvalid) {
+    if (firstInvalid.getAttribute("role") === "group") focusOn(firstInvalid.querySelector("input") || firstInvalid);
+    else firstInvalid.focus();
+  } else if (conflictHead) {
+    focusOn(conflictHead);
+  } else if (doneFlash) {
+    if (!focusOn(savedAccess())) focusOn(doneFlash);
+    announce(doneFlash.textContent, 400);
+  } else if (viewChanged && summary && !document.querySelector("[autofocus]")) {
+    focusOn(summary);
+  }
+  });
 
-  // A run's page opened at a step (Open step: #call-<id>): every change of that tool call is marked.
+  // A run's page opened at a step (Open step: #call-<id>): every change of that tool call is
+  // marked, the step itself in words too (aria-current, "Opened step"), and its file's link
+  // takes the focus.
   let step = null;
   try {
     step = window.location.hash.startsWith("#call-") &&
@@ -271,6 +413,12 @@
     document.querySelectorAll("table.steps tr[data-call]").forEach((tr) => {
       if (tr.dataset.call === step.dataset.call) tr.classList.add("step");
     });
+    step.setAttribute("aria-current", "step");
+    const what = step.querySelector("td.name");
+    if (what && !what.querySelector(".opened-step")) {
+      what.append(" ", Object.assign(document.createElement("span"), { className: "opened-step", textContent: "Opened step" }));
+    }
+    settled(() => focusOn(step.querySelector("td a[href]") || step));
   }
 
   // --- drafts: what was typed survives a save refused before its form could answer ------------------
@@ -431,11 +579,22 @@
                                                                      className: "secondary" });
       notice.append(take, " ", drop);
       form.prepend(notice);
+      announce(notice.textContent.replace(/Restore it\s*Discard\s*$/, "") + " Restore it or Discard, at the top of the form.", 600);
+      // The notice goes once answered: the focus goes to the form's first field (it would fall
+      // to the page's start with the button), and what happened is read out.
+      const firstField = () => Array.from(form.elements).find((el) => el.name && el.type !== "hidden" && !el.disabled
+        && el.getClientRects().length && el.getAttribute("aria-hidden") !== "true");
       take.addEventListener("click", () => {
         offering = false; notice.remove(); restore(form, kept.values);
         put(key, { at: Date.now(), values: snapshot(form), sent: false });
+        focusOn(firstField());
+        announce("Restored what you typed. It is not saved yet.");
       });
-      drop.addEventListener("click", () => { offering = false; notice.remove(); storage.removeItem(key); });
+      drop.addEventListener("click", () => {
+        offering = false; notice.remove(); storage.removeItem(key);
+        focusOn(firstField());
+        announce("Discarded what you typed earlier.");
+      });
     }
     const keep = () => {
       if (offering) return;  // the offered draft stays until it is restored or discarded
@@ -462,5 +621,5 @@
   });
 
   document.documentElement.classList.add("js");
-  window.HostFinder = { csrf, reloadGrid };
+  window.HostFinder = { csrf, reloadGrid, announce };
 })();
