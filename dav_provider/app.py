@@ -19,7 +19,7 @@ from dav_provider.errors import dav_error, explained, internal_error
 from dav_provider.locks import HostLockManager, PgLockStorage, reset_request_cache
 from dav_provider.props import PgPropertyManager
 from dav_provider.provider import HostDAVProvider
-from store.access import Door
+from store.access import PRINCIPAL_KEY, Door
 from store.db import Database
 from store.errors import StoreError
 from store.filecache import FileCache
@@ -100,6 +100,23 @@ class PlainErrors(BaseMiddleware):
             raise internal_error(exc) from None
 
 
+class OneName(BaseMiddleware):
+    """Sits below WsgiDAV's HTTPAuthenticator, which names the request's user as the Basic header
+    spelt the email ("Ada@Example.com"): WsgiDAV's locks are held by that name, so each spelling
+    was a holder of its own, with a lock limit of its own and no reach to the locks taken under
+    another. The user is named as the store knows them (the login's email), as the mount and
+    the fast paths do."""
+
+    def is_disabled(self) -> bool:
+        return False
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        principal = environ.get(PRINCIPAL_KEY)
+        if principal is not None:
+            environ["wsgidav.auth.user_name"] = principal.name
+        return self.next_app(environ, start_response)
+
+
 def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -> FastPaths:
     host_provider = HostDAVProvider(db, cache=cache)
     config: dict[str, Any] = {
@@ -113,7 +130,8 @@ def build_dav_app(db: Database, door: Door, *, cache: FileCache | None = None) -
         },
         "hostfinder": {"door": door},
         "verbose": 1,
-        "middleware_stack": [Cors, ErrorPrinter, PlainErrors, HTTPAuthenticator, WsgiDavDirBrowser, RequestResolver],
+        "middleware_stack": [Cors, ErrorPrinter, PlainErrors, HTTPAuthenticator, OneName, WsgiDavDirBrowser,
+                             RequestResolver],
         "logging": {"enable": False, "enable_loggers": []},
         # The gateway writes its own access log line per request.
         "dir_browser": {"enable": True, "response_trailer": "Host Finder"},

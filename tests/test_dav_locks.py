@@ -289,3 +289,23 @@ def test_a_folder_lock_of_depth_0_guards_its_members_list_from_the_tree_as_webda
     assert dav.put(member, "again").status_code in (200, 204)
     assert dav.req("UNLOCK", dav.g + "/", headers={"Lock-Token": token}).status_code == 204
     tree.write(f"{dav.g}/new.md", b"n")
+
+
+def test_a_lock_is_held_by_the_login_however_its_email_is_spelt(server: Any, boot: dict[str, Any],
+                                                              db: Database) -> None:
+    """Basic logins match the email without regard to case; the lock's holder was the email as
+    the header spelt it, so "ADA@..." and "ada@..." were two holders: the same person could not
+    unlock their own lock, and each spelling had a lock limit of its own."""
+    shouted = Dav(server, server.session(basic=(boot["email"].upper(), boot["password"])), boot)
+    plain = Dav(server, server.session(basic=(boot["email"].lower(), boot["password"])), boot)
+    note = f"org/{boot['org_id']}/guilds/{boot['guild_id']}/spelt.md"
+    assert plain.put(note, "text").status_code == 201
+    token = lock(shouted, note)
+    with db.connection() as conn:
+        held = conn.execute("SELECT data->>'principal' AS p FROM path_leases WHERE token = %s",
+                            (token.strip("<>"),)).fetchone()
+    assert held["p"] == boot["email"]
+    r = plain.put(note, "changed", If=f"({token})")
+    assert r.status_code == 204, r.text
+    r = plain.req("UNLOCK", note, headers={"Lock-Token": token})
+    assert r.status_code == 204, r.text
