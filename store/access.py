@@ -167,6 +167,15 @@ _USER = ("SELECT u.id, u.email, u.password_hash,"
          " ARRAY(SELECT m.org_id FROM memberships m WHERE m.user_id = u.id) AS org_ids FROM users u")
 
 
+def _login_user(conn: Conn, email: str) -> dict | None:
+    """The user a login's email names: the email apart from case, as Python folds it, which is
+    also how the login limit counts an account ("account", email.lower()). PostgreSQL's lower()
+    folds more (a dotted capital İ to a plain i), so "mİni@x" found mini@x, and each such
+    spelling was an account of its own to the limit: those spellings name nobody."""
+    user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
+    return user if user is not None and user["email"].lower() == email.lower() else None
+
+
 class Door:
     """Checks credentials against the users, memberships and tokens tables, and throttles failed
     logins (store.throttle) before they cost anything.
@@ -228,7 +237,7 @@ class Door:
                 return known
             with self.db.connection() as conn:
                 row = self._token_row(conn, secret)
-                user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
+                user = _login_user(conn, email)
                 if row and user and row["kind"] == "member" and row["user_id"] == user["id"]:
                     principal = _user_principal(user, token=row)
                     self._remembered.put(key, generation, principal)
@@ -248,7 +257,7 @@ class Door:
     def _password_login(self, email: str, password: str) -> Principal | None:
         cached = self._cache.get(email, password)
         with self.db.connection() as conn:
-            user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
+            user = _login_user(conn, email)
         if cached is not None:
             if user and (user["id"], user["password_hash"]) == cached:
                 return _user_principal(user)

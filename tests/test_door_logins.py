@@ -360,3 +360,25 @@ def test_a_member_token_reaches_only_the_organisation_it_was_made_for(server, bo
     assert page.status_code == 404
     assert s.get(f"{server.url}/notes/org/{boot['org_id']}/guilds/{boot['guild_id']}/reach.md").status_code == 200
     assert requests.get(theirs, auth=(email, password), timeout=10).text == "by password\n"
+
+
+def test_an_email_only_postgresql_folds_to_the_login_is_no_way_past_the_account_limit(server, db, boot) -> None:
+    """The account limit counts failures per email as Python folds it (lower()), while the user
+    was found by PostgreSQL's lower(), which also turns a dotted capital İ into a plain i: each
+    such spelling of mini@example.com was an account of its own to the limit, and logged in. A
+    spelling logs in only when it is the email apart from case, as the limit counts it."""
+    admin.create_user(db, email="mini@example.com", password="a long password")
+    admin.add_member(db, org_id=boot["org_id"], email="mini@example.com")
+    url = f"{server.url}/dav/org/{boot['org_id']}/"
+    assert requests.request("PROPFIND", url, auth=("MINI@Example.com", "a long password"),
+                            headers={"Depth": "0"}, timeout=10).status_code == 207
+    for spelt in ("m\u0130ni@example.com", "min\u0130@example.com"):
+        r = requests.request("PROPFIND", url, auth=(spelt.encode().decode("latin-1"), "a long password"),
+                             headers={"Depth": "0"}, timeout=10)
+        assert r.status_code == 401, (spelt, r.status_code)
+    for _ in range(10):
+        requests.request("PROPFIND", url, auth=("mini@example.com", "wrong guess"), headers={"Depth": "0"},
+                         timeout=10)
+    r = requests.request("PROPFIND", url, auth=("mini@example.com", "a long password"), headers={"Depth": "0"},
+                         timeout=10)
+    assert_throttled(r, "too many failed logins for this account")
