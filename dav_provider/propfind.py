@@ -4,8 +4,9 @@ A client listing a folder of 10 000 notes spent most of its time in WsgiDAV buil
 tree (ten properties per member, each through get_property_value, get_ref_url and a quote) and
 then serialising it. Here the same answer is written as text from the folder's one listing
 (HostTree.list, which keeps the tree's rules: layout, hidden files, side files), the folder's dead
-properties (one query, PgPropertyManager) and the locks on it and its members (one query,
-PgLockStorage), with the same properties and values WsgiDAV gives, in the same order.
+properties (one query, PgPropertyManager: the shared ones, and this user's own side files' only)
+and the locks on it and its members (one query, PgLockStorage), with the same properties and
+values WsgiDAV gives, in the same order.
 
 Only the common case is taken: Depth 1 on an existing folder, no If headers, a body that is empty,
 <allprop/>, or <prop> naming only properties listed in LIVE or dead (non-DAV:) properties.

@@ -311,6 +311,7 @@ class HostTree:
         tree_path = "/".join(parts)
         with self.db.transaction() as conn:
             if _side(parts):
+                # (its dead properties, its user's alone, go with it: store.properties)
                 if not scratch.delete(conn, self._uid, tree_path):
                     raise NotFound(f"unknown file /{tree_path}")
                 return
@@ -323,7 +324,7 @@ class HostTree:
                 raise NotFound(f"unknown file /{tree_path}")
             self._refuse_if_leased(conn, tree_path, membership=True)
             family.delete(conn, folder, name, self.actor)
-            properties.clear(conn, tree_path)
+            properties.clear(conn, tree_path, user_id=self._uid)
             leases.clear(conn, tree_path)
 
     def move(self, src: str, dst: str, *, overwrite: bool = True) -> Node:
@@ -405,6 +406,10 @@ class HostTree:
                 if not overwrite and scratch.get(conn, self._uid, dpath) is not None:
                     raise AlreadyExists(f"/{dpath} exists and Overwrite is off")
                 row = scratch.write(conn, self._uid, dpath, content)
+                # The side file takes the source's dead properties, replacing its own, as a copy
+                # onto a note does; they are this user's (store.properties), as the file is.
+                properties.clear(conn, dpath, user_id=self._uid)
+                properties.copy(conn, spath, dpath, user_id=self._uid)
                 if is_move and sfam is None:
                     scratch.delete(conn, self._uid, spath)
                 elif is_move and sfam.writable:
@@ -465,13 +470,15 @@ class HostTree:
                     # The destination was written, not relocated (storage.relocate_artifact names
                     # the old path itself): its change says where the text came from all the same.
                     provenance.mark_moved_from(conn, dpath, spath)
-                properties.move(conn, spath, dpath)
+                properties.move(conn, spath, dpath, user_id=self._uid)
                 leases.clear(conn, spath)
             elif sfam is not None:
                 # A copy takes the source's dead properties too (RFC 4918 9.8.2), replacing the
                 # destination's own, as the file it replaced.
-                properties.clear(conn, dpath)
-                properties.copy(conn, spath, dpath)
+                properties.clear(conn, dpath, user_id=self._uid)
+                properties.copy(conn, spath, dpath, user_id=self._uid)
+            # A side file's own properties (its user's) never become a note's: the note keeps its
+            # own, which everyone sees, and the side file's end with it when it moved.
             return self._family_node(conn, dfolder, dname, dfam)  # type: ignore[return-value]
 
     # -- internals ----------------------------------------------------------------------------

@@ -6,7 +6,9 @@ They live here: per user (another user never sees them), in PostgreSQL (so every
 agrees), expiring a day after their last write, capped in size, and never in provenance or search.
 Each change is announced to its user alone, on that user's channel (channel(), sql/032), for a
 follower that keeps listings. The Host tree decides which names are side files
-(store.paths.is_side_file).
+(store.paths.is_side_file). Their WebDAV dead properties are their user's too (store.properties):
+rows of side_file_properties that hang off the side file's row here (sql/151), so whatever ends
+a side file (delete(), a move away, purge() of an expired one) ends its properties with it.
 """
 from __future__ import annotations
 
@@ -124,6 +126,7 @@ def write(conn: Conn, user_id: int, path: str, data: bytes) -> dict:
     from store.storage import MAX_CONTENT_BYTES, too_large  # (storage imports this module)
     if len(data) > MAX_CONTENT_BYTES:
         raise too_large(name, len(data))
+    # An expired file of this name goes first, with its dead properties: a new one starts bare.
     purge(conn, user_id=user_id)
     used = conn.execute("SELECT coalesce(sum(octet_length(content)), 0) AS used FROM scratch_files"
                         " WHERE user_id = %s AND path <> %s", (user_id, path)).fetchone()["used"]
