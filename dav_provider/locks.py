@@ -95,7 +95,9 @@ def request_focus(environ: dict[str, Any]) -> Focus:
     normalises elsewhere), the storage reads what that ask needs on its own (``_Window``), so this
     decides what is read at once, never what is seen."""
     method = environ.get("REQUEST_METHOD", "").upper()
-    path = _request_path(environ.get("PATH_INFO", ""))
+    # (PATH_INFO is WSGI's latin-1 reading of the client's UTF-8 bytes; the Destination, a URL,
+    # is decoded by unquote)
+    path = _request_path(util.re_encode_wsgi(environ.get("PATH_INFO", ""), fallback=True))
     paths, below, children = [path], [], []
     depth = environ.get("HTTP_DEPTH", "").strip().lower()
     if method in ("DELETE", "MOVE") or (method == "LOCK" and depth != "0") \
@@ -205,7 +207,7 @@ def owner_text(owner: Any) -> str:
 
 
 class _Owners:
-    """The owners of the locks one read left out (leases.covering(owners=False)), read at once the
+    """The owners of the locks one read left out (leases.near(owners=False)), read at once the
     first time a lock of that read is shown: most requests only ask which paths are locked, and
     owners (up to leases.MAX_OWNER_BYTES each) are most of the leases' bytes."""
 
@@ -240,12 +242,12 @@ class PgLockStorage:
     def __init__(self, db: Database, *, watch: LoginWatch | None = None) -> None:
         self.db = db
         self.watch = watch
-        # (the watch's lease generation, changes made here) when reads found no lock: in the
+        # ((the watch's lease generation, changes made here), what was found empty then): the
         # scopes (an organisation's folder, "" the whole store) and request focuses (``Focus``)
-        # of ``_empty``. Until something changes, those reads are skipped (most requests happen
-        # with no lock anywhere near them). At most MAX_EMPTY focuses are remembered.
-        self._empty_at: tuple[int, int] | None = None
-        self._empty: set[str | Focus] = set()
+        # where reads found no lock. Until something changes, those reads are skipped (most
+        # requests happen with no lock anywhere near them). One attribute, read once, so a
+        # reader never pairs one generation with another's set. At most MAX_EMPTY focuses.
+        self._empty: tuple[tuple[int, int], set[str | Focus]] | None = None
         self._changes = 0
         self._known_lock = threading.Lock()
 
@@ -274,7 +276,7 @@ class PgLockStorage:
         NOTIFY to come back."""
         with self._known_lock:
             self._changes += 1
-            self._empty_at = None
+            self._empty = None
         _local.window = None   # (read again, in the same focus, by whatever the request asks next)
 
     def _to_lock(self, lease: dict[str, Any], owners: _Owners | None = None) -> dict[str, Any]:
@@ -384,8 +386,9 @@ class PgLockStorage:
         generation = self.watch.leases() if watched else None  # type: ignore[union-attr]
         known = None if generation is None else (generation, self._changes)
         request_scope = getattr(_local, "scope", "")
-        if known is not None and known == self._empty_at:
-            empty = self._empty
+        state = self._empty
+        if known is not None and state is not None and state[0] == known:
+            empty = state[1]
             if focus in empty or "" in empty:
                 window.cover(focus)
                 return
@@ -404,13 +407,15 @@ class PgLockStorage:
             window.add((x["path"], is_side_path(x["path"]), self._to_lock(x, owners)))
         if known is not None and (not found or near_scope is False):
             with self._known_lock:
-                if known[1] == self._changes:
-                    if self._empty_at != known:
-                        self._empty_at, self._empty = known, set()
-                    if not found and len(self._empty) < self.MAX_EMPTY:
-                        self._empty.add(focus)
+                state = self._empty
+                # (a read from before a newer generation knows less: it never replaces that one's)
+                if known[1] == self._changes and (state is None or state[0][0] <= known[0]):
+                    if state is None or state[0] != known:
+                        state = self._empty = (known, set())
+                    if not found and len(state[1]) < self.MAX_EMPTY:
+                        state[1].add(focus)
                     if near_scope is False:
-                        self._empty.add(scope)  # type: ignore[arg-type]
+                        state[1].add(scope)  # type: ignore[arg-type]
 
     def locked_at_or_above(self, path: str) -> bool:
         """Whether a live lock is rooted at ``path`` (a decoded DAV path, as WsgiDAV's PATH_INFO)

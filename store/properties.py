@@ -111,9 +111,9 @@ def get_children(conn: Conn, folder: str, *, user_id: int | None = None) -> dict
                         (folder, _like_prefix(folder) if folder else "%", start, user_id, folder)).fetchall()
     out: dict[str, dict[str, str]] = {}
     for r in rows:
-        # (a row of path_properties under a side path is no one's: sql/151 dropped those)
-        if r["side"] or not _side(r["path"]):
-            out.setdefault(r["path"], {})[r["name"]] = r["value"]
+        # (path_properties holds no side path: set, copy and move send those to their user's
+        # table, and sql/151 dropped the rows from before; no per-row test on this listing path)
+        out.setdefault(r["path"], {})[r["name"]] = r["value"]
     return out
 
 

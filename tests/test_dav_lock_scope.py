@@ -26,6 +26,7 @@ HELD = 40   # locks held on other files of the organisation
 
 _LOCK = threading.Lock()
 _READ: list[str] = []   # the paths of the lease rows the gateway read, one per row
+_QUERIES: list[int] = []   # one entry per statement that read lease rows (their number)
 
 
 class LeaseReading(psycopg.Connection):
@@ -42,6 +43,7 @@ class LeaseReading(psycopg.Connection):
                         if cur.pgresult.get_value(i, token) is not None]
                 with _LOCK:
                     _READ.extend(bytes(p).decode() for p in rows)
+                    _QUERIES.append(len(rows))
         return cur
 
 
@@ -165,3 +167,20 @@ def test_a_lock_on_a_member_shows_in_its_folders_listing_and_stops_the_folders_d
         hrefs = [h.text for h in ET.fromstring(r.content).findall(".//d:no-conflicting-lock/d:href", NS)]
         assert hrefs == [f"/dav/{member}"], r.text
     assert dav.get(member).text == "m" and dav.get(other).text == "o"
+
+
+def test_a_request_for_a_name_beyond_ascii_reads_its_leases_in_one_query(served: Any) -> None:
+    """PATH_INFO is WSGI's latin-1 reading of the client's UTF-8: taken as it is, the request's
+    first read asked for the leases of "CafÃ©.md", and WsgiDAV's question about "Café.md" then
+    cost a second query."""
+    dav, storage = served
+    note = f"{dav.g}/Café.md"
+    assert dav.put(note, "menu").status_code == 201
+    lock(dav, note)
+    storage.watch = None   # (every request reads, as while locks change)
+    with _LOCK:
+        before = len(_QUERIES)
+    r = dav.req("PROPFIND", note, headers={"Depth": "0"}, data=DISCOVERY)
+    assert r.status_code == 207 and len(ET.fromstring(r.content).findall(".//d:activelock", NS)) == 1
+    with _LOCK:
+        assert len(_QUERIES[before:]) == 1, _QUERIES[before:]

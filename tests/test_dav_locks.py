@@ -309,3 +309,24 @@ def test_a_lock_is_held_by_the_login_however_its_email_is_spelt(server: Any, boo
     assert r.status_code == 204, r.text
     r = plain.req("UNLOCK", note, headers={"Lock-Token": token})
     assert r.status_code == 204, r.text
+
+
+def test_leases_taken_under_another_spelling_are_held_by_the_stored_email_after_the_upgrade(
+        db: Database, boot: dict[str, Any]) -> None:
+    """sql/153: a lease from before the holder was the stored email, held by the header's spelling,
+    would refuse its own owner (named as stored now) until it expired."""
+    from datetime import datetime, timedelta, timezone
+    from pathlib import Path
+
+    from store import locks as leases
+    note = f"org/{boot['org_id']}/guilds/{boot['guild_id']}/old.md"
+    with db.transaction() as conn:
+        for token, who in (("opaquelocktoken:shouted", boot["email"].upper()), ("opaquelocktoken:nobody", "x@y.z")):
+            leases.create(conn, token, note, {"depth": "0", "scope": "shared", "principal": who},
+                          datetime.now(timezone.utc) + timedelta(hours=1))
+    sql = (Path(__file__).resolve().parent.parent / "sql" / "153_lease_holders_as_stored.sql").read_text("utf-8")
+    with db.transaction() as conn:
+        conn.execute(sql)
+        held = {r["token"]: r["p"] for r in conn.execute(
+            "SELECT token, data->>'principal' AS p FROM path_leases WHERE path = %s", (note,))}
+    assert held == {"opaquelocktoken:shouted": boot["email"], "opaquelocktoken:nobody": "x@y.z"}
