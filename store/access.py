@@ -309,7 +309,7 @@ class Door:
         operator starts on the store's own machine (`hostfinder mount --user`), where holding the
         database URL already grants everything. None for an unknown email."""
         with self.db.connection() as conn:
-            user = conn.execute(_USER + " WHERE lower(u.email) = lower(%s)", (email,)).fetchone()
+            user = _login_user(conn, email)
             return _user_principal(user) if user else None
 
 

@@ -10,7 +10,7 @@ change rebuilds the records, so both paths derive the same text from the same bo
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -140,12 +140,13 @@ def _spaces_problem(item: str) -> str | None:
 
 def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[str],
                reserved: tuple[str, ...] = RESERVED, repeated: frozenset[str] = frozenset(),
-               stored: bool = False, listed_before: frozenset[str] = frozenset()) -> Column | None:
+               stored: bool = False, listed_before: Mapping[str, frozenset[str]] | None = None) -> Column | None:
     """One definition; appends its problems and returns the column only when it has none.
     ``stored``: a definition read back from its row, which passed the rules of its day (a values
     item with spaces around it, accepted before that was refused, still reads). ``listed_before``:
-    the values the table listed before this change, which keep their spaces (records hold them;
-    the web editor sends every column back on a purpose-only save)."""
+    each previous column's values (by name), which keep their spaces in that column, or the one
+    renamed from it (records hold them; the web editor sends every column back on a purpose-only
+    save)."""
     if not isinstance(raw, dict):
         problems.append(f"column {index + 1}: expected an object {{name, type, description, required?, "
                         f"unique?, values?}}; got {_quote(raw)}")
@@ -206,13 +207,16 @@ def _parse_one(index: int, raw: object, *, allow_rename: bool, problems: list[st
             got = f"{len(values)} values" if isinstance(values, list) else _quote(values)
             problems.append(f"{label}: values must list 1 to {MAX_VALUES} distinct strings; got {got}")
         else:
+            source = raw.get("rename_from") if allow_rename and isinstance(raw.get("rename_from"), str) \
+                else raw.get("name")
+            kept = (listed_before or {}).get(source, frozenset()) if isinstance(source, str) else frozenset()
             for position, item in enumerate(values, start=1):
                 if not isinstance(item, str) or not item or len(item) > MAX_VALUE_LENGTH:
                     problems.append(f"{label}: values item {position} must be a non-empty string of at most "
                                     f"{MAX_VALUE_LENGTH} characters; got {_quote(item)}")
                 elif "\x00" in item:
                     problems.append(f"{label}: values item {position} {NUL_PROBLEM}")
-                elif not stored and nfc(item) not in listed_before and (problem := _spaces_problem(item)):
+                elif not stored and nfc(item) not in kept and (problem := _spaces_problem(item)):
                     problems.append(f"{label}: values item {position} {problem}")
             # Distinct as stored: "é" and "e\u0301" are one value once NFC.
             listed = [nfc(v) for v in values if isinstance(v, str)]
@@ -246,7 +250,7 @@ def column_problems(raw: object, *, previous: Sequence[Column] | None = None,
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             places.setdefault(item["name"], []).append(i)
     repeated = frozenset(n for n, at in places.items() if len(at) > 1)
-    listed_before = frozenset(v for c in previous or () for v in c.values or ())
+    listed_before = {c.name: frozenset(c.values or ()) for c in previous or ()}
     parsed = [_parse_one(i, item, allow_rename=previous is not None, problems=problems, reserved=reserved,
                          repeated=repeated, stored=stored, listed_before=listed_before)
               for i, item in enumerate(raw)]

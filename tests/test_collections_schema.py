@@ -297,3 +297,9 @@ def test_a_values_item_of_spaces_only_or_with_spaces_around_it_is_refused_with_e
                        json={"columns": [col("status", values=["new", " won", " ", "lost "])]})
     assert r.status_code == 422, r.text
     assert r.json()["problems"] == [_spaced('column "status"', 4, "lost ", "lost")]
+    # Kept in the column that listed it (or the one renamed from it), not given to another.
+    r = operator.patch(f"{url}/api/collections/{made['id']}",
+                       json={"columns": [col("stage", values=["new", " won", " "], rename_from="status"),
+                                         col("other", values=["x", " won"])]})
+    assert r.status_code == 422, r.text
+    assert r.json()["problems"] == [_spaced('column "other"', 2, " won", "won")]
