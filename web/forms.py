@@ -15,24 +15,25 @@ def form_id(name: str) -> int:
 
 
 # The first word of a store's problem line that names a settings field ("name ...", "purpose is
-# required: ...", "guild_id 7 is not a guild ..."; a web form's own "scope: ..."), and the form
-# field it belongs to.
-_FIELD_WORDS = {"name": "name", "key": "name", "the": "name", "purpose": "purpose", "guild_id": "owner",
-                "owner": "owner", "scope": "scope", "content": "content"}
+# required: ...", "guild_id 7 is not a guild ..."), and the form field it belongs to.
+_FIELD_WORDS = {"name": "name", "purpose": "purpose", "guild_id": "owner", "owner": "owner"}
 
 
-def field_problems(problems: list[str] | None, error: str | None, fields: tuple[str, ...]) -> dict[str, list[str]]:
-    """The problems a refused form's ``fields`` each have (field -> sentences), so that each is
-    shown under its input and tied to it (aria-describedby). A refusal that lists no problem but
-    says a name is taken ("already exists") is the name's."""
+def problem_ids(problems: list[str] | None, error: str | None, fields: tuple[str, ...]) -> dict[str, list[str]]:
+    """For a refused form: field -> the ids of the sentences (in _flash.html's alert) that are
+    about it, so its input is marked invalid and described by them (aria-describedby), each
+    sentence shown once. A refusal that lists no problem but says a name is taken ("already
+    exists") is the name's. The ids follow _flash.html: its error is #flash-error, and each
+    problem that does not repeat the error is #problem-N in order."""
     out: dict[str, list[str]] = {}
+    listed = 0
     for p in problems or []:
-        word = p.split(":", 1)[0].split(" ", 1)[0].strip().lower()
-        field = _FIELD_WORDS.get(word)
-        if field == "name" and word == "the" and not p.startswith("the key"):
-            field = None
+        repeats = p == error or p.partition(": ")[2] == error
+        if not repeats:
+            listed += 1
+        field = _FIELD_WORDS.get(p.split(":", 1)[0].split(" ", 1)[0].strip().lower())
         if field in fields:
-            out.setdefault(field, []).append(p.partition(": ")[2] if p.startswith(f"{word}: ") else p)
+            out.setdefault(field, []).append("flash-error" if repeats else f"problem-{listed}")
     if error and not out and "name" in fields and "already exists" in error:
-        out["name"] = [error]
+        out["name"] = ["flash-error"]
     return out

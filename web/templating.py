@@ -7,7 +7,7 @@ from typing import Any
 from flask import Flask, g
 from markupsafe import Markup, escape
 
-from web.forms import field_problems
+from web.forms import problem_ids
 from web.security import CSRF_FIELD
 
 
@@ -40,7 +40,7 @@ def cell(value: Any, column: dict[str, Any]) -> Markup:
 def register(app: Flask) -> None:
     app.jinja_env.filters["when"] = when
     app.jinja_env.filters["cell"] = cell
-    app.jinja_env.globals["field_problems"] = field_problems
+    app.jinja_env.globals["problem_ids"] = problem_ids
 
     @app.context_processor
     def _globals() -> dict[str, Any]:
