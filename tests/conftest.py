@@ -124,6 +124,20 @@ def db_url(pg_server: str, template_db: str) -> Iterator[str]:
     drop_database(pg_server, url)
 
 
+def observed_database(db_url: str, connection_class: type, *, max_size: int = 20) -> Database:
+    """An open Database whose connections are ``connection_class`` (a psycopg.Connection that
+    notes what it runs or returns), configured as the store's own: for tests that count the
+    statements or rows a real request costs. The caller closes it."""
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    from store.db import _configure
+    database = Database(db_url, max_size=max_size)
+    database.pool = ConnectionPool(db_url, min_size=1, max_size=max_size, open=False, connection_class=connection_class,
+                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
+    return database.open()
+
+
 @pytest.fixture
 def db(db_url: str) -> Iterator[Database]:
     database = Database(db_url, min_size=1, max_size=40).open()

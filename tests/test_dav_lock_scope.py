@@ -12,11 +12,9 @@ from xml.etree import ElementTree as ET
 
 import psycopg
 import pytest
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
 
-from store.db import Database, _configure
-from tests.conftest import running_gateway
+from store.db import Database
+from tests.conftest import observed_database, running_gateway
 from tests.test_dav import Dav
 from tests.test_dav_lock_bounds import lock_body
 
@@ -49,10 +47,7 @@ class LeaseReading(psycopg.Connection):
 
 @pytest.fixture
 def reading_db(db_url: str) -> Any:
-    database = Database(db_url, max_size=20)
-    database.pool = ConnectionPool(db_url, min_size=1, max_size=20, open=False, connection_class=LeaseReading,
-                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
-    database.open()
+    database = observed_database(db_url, LeaseReading)
     yield database
     database.close()
 

@@ -8,12 +8,10 @@ from xml.etree import ElementTree as ET
 
 import psycopg
 import pytest
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
 
-from store.db import Database, _configure
+from store.db import Database
 
-from tests.conftest import insert_notes, running_gateway
+from tests.conftest import insert_notes, observed_database, running_gateway
 
 _LOCK = threading.Lock()
 _RUN = [0]
@@ -36,10 +34,7 @@ class CountingConnection(psycopg.Connection):
 
 @pytest.fixture
 def counted_db(db_url: str) -> Any:
-    database = Database(db_url, max_size=20)
-    database.pool = ConnectionPool(db_url, min_size=1, max_size=20, open=False, connection_class=CountingConnection,
-                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
-    database.open()
+    database = observed_database(db_url, CountingConnection)
     yield database
     database.close()
 

@@ -146,10 +146,8 @@ def test_an_overwrite_is_two_statements_with_its_provenance(db_url: str, boot: d
     the web app's; WebDAV's requests are checked against their tokens by WsgiDAV) asks for them
     first: one more."""
     import psycopg
-    from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
 
-    from store.db import _configure
+    from tests.conftest import observed_database
 
     seen: list[str] = []
 
@@ -158,10 +156,7 @@ def test_an_overwrite_is_two_statements_with_its_provenance(db_url: str, boot: d
             seen.append(str(query))
             return super().execute(query, *args, **kwargs)
 
-    database = Database(db_url, max_size=2)
-    database.pool = ConnectionPool(db_url, min_size=1, max_size=2, open=False, connection_class=Counting,
-                                   kwargs={"row_factory": dict_row, "autocommit": True}, configure=_configure)
-    database.open()
+    database = observed_database(db_url, Counting, max_size=2)
     try:
         principal = Door(database).basic(boot["email"], boot["password"])
         a = f"org/{boot['org_id']}/agents/{boot['agent_id']}"
