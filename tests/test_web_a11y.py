@@ -128,19 +128,14 @@ def test_a_done_save_is_announced_titled_and_focused(browser: Browser, boot, ser
     assert "Access saved." in announced(browser, "Access saved.")
     assert browser.driver.title.startswith("Saved · ")
     browser.shot("access-row-focused")
-    # An agent's State: its row on that table.
-    browser.open(f"/agents/{agent}#collections")
-    row = browser.find(f"#access-collection_id-{people['id']}")
-    Select(row.find_element(browser.By.NAME, "mode")).select_by_value("write")
-    browser.navigate(browser.button("Save", within=row))
-    assert is_active(browser, f"#access-collection_id-{people['id']} select"), describe_active(browser)
-    announced(browser, "Access saved.")
-    # A guild's State.
-    browser.open(f"/guilds/{guild}")
-    row = browser.find(f"#access-collection_id-{people['id']}")
-    Select(row.find_element(browser.By.NAME, "mode")).select_by_value("write")
-    browser.navigate(browser.button("Save", within=row))
-    assert is_active(browser, f"#access-collection_id-{people['id']} select"), describe_active(browser)
+    # An agent's State and a guild's: the row on that table.
+    for page in (f"/agents/{agent}#collections", f"/guilds/{guild}"):
+        browser.open(page)
+        row = browser.find(f"#access-collection_id-{people['id']}")
+        Select(row.find_element(browser.By.NAME, "mode")).select_by_value("write")
+        browser.navigate(browser.button("Save", within=row))
+        assert is_active(browser, f"#access-collection_id-{people['id']} select"), (page, describe_active(browser))
+        announced(browser, "Access saved.")
     # A note saved with Ctrl+S.
     admin.set_agent(db, agent, write_org=True)
     ok(call_tool(server, service, agent, "note_write", level="org", key="plan.md", content="one\n"))
