@@ -85,6 +85,13 @@ def test_a_live_refresh_keeps_the_focus_where_it_was_in_the_grid(browser: Browse
     agent_changes()
     assert is_active(browser, "#summary a[rel=next]"), describe_active(browser)
     browser.shot("next-still-focused")
+    # Next → below the grid (the same address as the one above): that one, not the one above.
+    bottom_next = ("return Array.from(document.querySelectorAll('.pager.bottom a'))"
+                   ".find((a) => a.textContent.startsWith('Next'))")
+    browser.driver.execute_script(bottom_next[len("return "):] + ".focus()")
+    agent_changes()
+    assert browser.driver.execute_script("return document.activeElement") == browser.driver.execute_script(
+        bottom_next), describe_active(browser)
     # A sort heading: the same column's heading.
     browser.driver.execute_script("document.querySelectorAll('#grid thead th a')[1].focus()")
     agent_changes()
@@ -375,3 +382,18 @@ def test_headings_tabs_and_link_names(browser: Browser, boot, server, operator, 
     assert len({a.get_attribute("aria-label") for a in browser.driver.find_elements(browser.By.LINK_TEXT, "New note")
                 if a.get_attribute("aria-label")}) == len(browser.finds(".scope-head a.button"))
     assert re.fullmatch(r"New note in guild .+", label)
+
+
+def test_without_javascript_no_button_is_shown_that_only_javascript_can_work(browser: Browser, boot, people) -> None:
+    """"Add another column" is a button only app.js answers, hidden in the markup until app.js
+    shows it; a button's display in app.css overrode the hidden attribute, so without JavaScript
+    it stood there doing nothing."""
+    login(browser, boot)
+    browser.driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        browser.open(f"/databases/{people['id']}/columns")
+        assert not browser.find("#add-column").is_displayed()
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+    browser.open(f"/databases/{people['id']}/columns")
+    assert browser.find("#add-column").is_displayed()

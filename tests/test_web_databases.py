@@ -312,6 +312,8 @@ def test_a_stale_edit_says_so_and_shows_the_newer_values(browser: Browser, boot,
     assert browser.find('[name="city"]').get_attribute("value") == "Oxford"
     assert "Cambridge" in browser.find(".stale").text
     assert "tags" not in browser.find(".stale").text and "met_at" not in browser.find(".stale").text
+    # The focus is on the news, not left at the page's start.
+    assert browser.driver.execute_script("return document.activeElement.classList.contains('stale')")
     browser.shot("stale")
     assert ok(operator.get(f"{server.url}/api/collections/{people['id']}/records/1"))["city"] == "Oxford"
 

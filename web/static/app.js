@@ -13,12 +13,18 @@
   // The sentence goes in a moment after the region is emptied, so the same sentence twice (a
   // second search with the same count) is announced again, and a page's own first reading
   // (its title, the focused element) is not cut short.
+  // Sentences asked for while one waits are said together (a done flash and a draft offered on
+  // the same page), not the last alone.
+  let pending = [];
   const announce = (text, delay = 150) => {
     if (!announcer) return;
     clearTimeout(announcing);
     announcer.textContent = "";
     const said = (text || "").replace(/\s+/g, " ").trim();
-    if (said) announcing = setTimeout(() => { announcer.textContent = said; }, delay);
+    if (said && !pending.includes(said)) pending.push(said);
+    if (pending.length) {
+      announcing = setTimeout(() => { announcer.textContent = pending.join(" "); pending = []; }, delay);
+    }
   };
   const focusOn = (el, options) => {
     if (!el) return false;
@@ -85,9 +91,11 @@
     const all = (css) => Array.from(grid.querySelectorAll(css));
     const found = (key.id && document.getElementById(key.id) && grid.contains(document.getElementById(key.id))
                    && document.getElementById(key.id))
-      || (key.href && all(key.tag.toLowerCase() + "[href]").find((a) => a.getAttribute("href") === key.href))
-      || (key.rel && all(`a[rel="${key.rel}"]`)[0])
+      // (the pagers above and below the grid hold the same links: the one that had the focus)
       || (key.bottom && all(".pager.bottom a").find((a) => a.textContent.trim() === key.text))
+      || (key.href && all(key.tag.toLowerCase() + "[href]").find((a) => a.getAttribute("href") === key.href
+                                                                  && !a.closest(".pager.bottom")))
+      || (key.rel && all(`a[rel="${key.rel}"]`).find((a) => !a.closest(".pager.bottom")))
       || (key.column >= 0 && all(`thead th:nth-child(${key.column + 1}) a`)[0])
       || (key.record && all("tr[data-href]").find((tr) => tr.getAttribute("data-href") === key.record)
           ?.querySelector("a"))
@@ -95,8 +103,11 @@
     if (found) focusOn(found, { preventScroll: true });
   };
 
+  // A search's count is to be said even when a live refresh cancels the search's own fetch.
+  let sayNext = false;
   async function reloadGrid(url, { say = false } = {}) {
     if (!grid) return;
+    sayNext = sayNext || say;
     if (loading) loading.abort();
     loading = new AbortController();
     try {
@@ -114,7 +125,8 @@
         if (key) refocus(key);
         if (doc.title) document.title = doc.title;
         const summary = document.getElementById("summary");
-        if (say && summary) announce(summary.textContent);
+        if (sayNext && summary) announce(summary.textContent);
+        sayNext = false;
       }
       // New record carries the view too (search as you type changed it), for its "Back to".
       const freshNew = doc.getElementById("new-record");
@@ -393,6 +405,9 @@
     else firstInvalid.focus();
   } else if (conflictHead) {
     focusOn(conflictHead);
+  } else if (document.querySelector(".flash.stale")) {
+    // (a record saved over a newer version: the newer values and what was typed are below it)
+    focusOn(document.querySelector(".flash.stale"));
   } else if (doneFlash) {
     if (!focusOn(savedAccess())) focusOn(doneFlash);
     announce(doneFlash.textContent, 400);
