@@ -323,6 +323,9 @@ def test_focus_rings_borders_and_small_text_are_seen(browser: Browser, boot, peo
     contrast = lambda c1, c2: browser.driver.execute_script(ratio, c1, c2)  # noqa: E731
     box = browser.find('input[type="search"]')
     assert contrast(style(box, "borderTopColor"), "rgb(255, 255, 255)") >= 3
+    button = next(b for b in browser.finds("main button, main a.button") if "primary" not in b.get_attribute("class")
+                  and "danger" not in b.get_attribute("class") and b.is_displayed())
+    assert contrast(style(button, "borderTopColor"), "rgb(255, 255, 255)") >= 3, button.text
     tag = browser.find("td .tag")
     assert contrast(style(tag, "color"), style(tag, "backgroundColor")) >= 4.5
     null = browser.find("td .null")
@@ -397,3 +400,20 @@ def test_without_javascript_no_button_is_shown_that_only_javascript_can_work(bro
         browser.driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
     browser.open(f"/databases/{people['id']}/columns")
     assert browser.find("#add-column").is_displayed()
+
+
+def test_a_done_page_that_also_offers_a_draft_says_both(browser: Browser, boot, server, service, db) -> None:
+    """A note renamed with unsaved text in its editor: the page arrives with "Renamed" and offers
+    the text typed before; the offer's sentence replaced the outcome's, which was never said."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    admin.set_agent(db, agent, write_org=True)
+    ok(call_tool(server, service, agent, "note_write", level="org", key="draft.md", content="one\n"))
+    login(browser, boot)
+    browser.open(f"/notes/org/{org}/draft.md")
+    browser.find("#note-content").send_keys(Keys.END, "typed, not saved")
+    form = browser.find("#rename-form")
+    browser.fill({"name": "kept.md"}, within=form)
+    browser.press("Rename", within=form)
+    assert "done=renamed" in browser.path
+    said = announced(browser, "was not saved")
+    assert said.startswith("Renamed") and "Restore it or Discard" in said, said
