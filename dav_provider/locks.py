@@ -34,7 +34,7 @@ from store import locks as leases
 from store.db import Database
 from store.host import is_side_path
 from store.login_watch import LoginWatch
-from store.paths import nfc
+from store.paths import ancestors, nfc, parent_of
 
 LOCK_TIME_OUT_DEFAULT = 604800  # 1 week, as LockStorageDict
 LOCK_TIME_OUT_MAX = 4 * 604800
@@ -120,17 +120,12 @@ def _request_path(path_info: str) -> str:
 
 def _ancestry(path: str) -> list[str]:
     """``path`` and every folder above it, up to the root ""."""
-    parts = path.split("/") if path else []
-    return ["/".join(parts[:i]) for i in range(len(parts) + 1)]
+    return [*ancestors(path), path]
 
 
 def _below(path: str, folder: str) -> bool:
     """Whether ``path`` lies strictly below ``folder``."""
     return path != "" and (folder == "" or path.startswith(folder + "/"))
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 class _Window:
@@ -162,7 +157,7 @@ class _Window:
     def has_root(self, path: str) -> bool:
         """Whether every lease on ``path`` is here."""
         return path in self.exact or any(_below(path, f) for f in self.below) \
-            or (path != "" and _parent(path) in self.children)
+            or (path != "" and parent_of(path) in self.children)
 
     def has_below(self, path: str) -> bool:
         """Whether every lease strictly below ``path`` is here."""
@@ -356,7 +351,7 @@ class PgLockStorage:
         of its members: with none, every lockdiscovery of its Depth 1 listing is empty
         (lockdiscovery shows the locks rooted at the resource itself, as WsgiDAV's does)."""
         target = tree_path(normalize_lock_root(url))
-        return any(lpath == target or (lpath != "" and _parent(lpath) == target)
+        return any(lpath == target or (lpath != "" and parent_of(lpath) == target)
                    for lpath, _ in self._live(Focus((target,), (), (target,))))
 
     def _live(self, wanted: Focus) -> Iterator[tuple[str, dict[str, Any]]]:

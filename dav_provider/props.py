@@ -12,16 +12,13 @@ from typing import Any
 from store import properties
 from store.access import PRINCIPAL_KEY
 from store.db import Database
+from store.paths import parent_of
 
 from dav_provider.locks import tree_path
 from dav_provider.resources import store_call
 
 _CACHE = "hostfinder.props"
 _PENDING = "hostfinder.props.pending"
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def _user(environ: dict[str, Any] | None) -> int | None:
@@ -44,7 +41,7 @@ class PgPropertyManager:
         if not properties.takes_properties(path):
             return {}  # the shared layout: whatever is there was never this organisation's
         cache: dict[str, dict[str, dict[str, str]]] | None = environ.setdefault(_CACHE, {}) if environ is not None else None
-        folder = _parent(path)
+        folder = parent_of(path)
         if cache is not None and folder in cache:
             return cache[folder].get(path, {})
         with self.db.connection() as conn:

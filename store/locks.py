@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from store.db import Conn, Database, compact
 from store.errors import LimitReached, Locked, TooLarge
+from store.paths import ancestors
 from store.properties import MAX_VALUE_BYTES
 
 Lease = dict[str, Any]
@@ -43,11 +44,6 @@ def _below_range(folder: str) -> tuple[str, str]:
     path_leases_path's text_pattern_ops (~>=~, ~<~). Unlike LIKE with a bound pattern, that range
     stays an index condition in a prepared statement's generic plan."""
     return folder + "/", folder + "0"   # ('0' is the byte after '/')
-
-
-def _ancestors(path: str) -> list[str]:
-    parts = path.split("/") if path else []
-    return ["/".join(parts[:i]) for i in range(len(parts))]
 
 
 def _row(r: dict) -> Lease:
@@ -177,7 +173,7 @@ def near(conn: Conn, *, paths: Iterable[str] = (), below: Iterable[str] = (), ch
             params[f"low{i}"], params[f"high{i}"] = _below_range(folder)
     if probe == "scope":
         scope_low, scope_high = _below_range(scope)  # type: ignore[arg-type]
-        params.update(scope_paths=[*_ancestors(scope), scope], scope_low=scope_low, scope_high=scope_high)  # type: ignore[arg-type]
+        params.update(scope_paths=[*ancestors(scope), scope], scope_low=scope_low, scope_high=scope_high)  # type: ignore[arg-type]
     found: dict[str, dict] = {}
     probed = False
     for r in conn.execute(_near_statement(whole, 0 if whole else len(below), probe, owners), params).fetchall():
@@ -217,8 +213,8 @@ LEASE_SQL = """(SELECT jsonb_build_object('holder', coalesce(l.data->>'principal
 
 def lease_params(path: str, *, membership: bool = False) -> dict[str, Any]:
     """LEASE_SQL's parameters besides %(path)s."""
-    ancestors = _ancestors(path)
-    return {"path_ancestors": ancestors, "path_parent": ancestors[-1] if ancestors else "",
+    above = ancestors(path)
+    return {"path_ancestors": above, "path_parent": above[-1] if above else "",
             "membership": membership}
 
 
@@ -244,9 +240,9 @@ def refuse_if_leased(conn: Conn, path: str, *, membership: bool = False) -> None
 def under(conn: Conn, folder: str) -> list[Lease]:
     """Every live lease on ``folder``, below it, or on a folder above it with depth infinity (every
     lease for ""): the locks that stop a change there, as `hostfinder admin lock list` shows them."""
-    ancestors = _ancestors(folder)
-    leases, _ = near(conn, paths=[*ancestors, folder] if folder else [], below=[folder])
-    return [lease for lease in leases if lease["path"] not in ancestors or lease.get("depth") == "infinity"]
+    above = ancestors(folder)
+    leases, _ = near(conn, paths=[*above, folder] if folder else [], below=[folder])
+    return [lease for lease in leases if lease["path"] not in above or lease.get("depth") == "infinity"]
 
 
 def owners(conn: Conn, tokens: list[str]) -> dict[str, str]:

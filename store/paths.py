@@ -194,6 +194,17 @@ def check_note_key(key: object, level: Level) -> str:
 # ---------------------------------------------------------------------------------------------
 # Formatting
 
+def parent_of(path: str) -> str:
+    """A tree path's folder: 'org/1/plan.md' -> 'org/1'; 'org' -> '' (the root); '' -> ''."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def ancestors(path: str) -> list[str]:
+    """Every folder above a tree path, from the root "": 'org/1/x.md' -> ['', 'org', 'org/1']."""
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
 def owner_prefix(org_id: int, level: Level, owner_id: int | None = None) -> str:
     if level == "org":
         return f"org/{org_id}/"

@@ -105,9 +105,9 @@ def get_children(conn: Conn, folder: str, *, user_id: int | None = None) -> dict
     """Every property of the folder itself and of each path directly in it, in one query: a
     listing asks for all of them at once. Of the side files in it, ``user_id``'s own alone."""
     start = len(folder) + 2 if folder else 1
-    rows = conn.execute("SELECT false AS side, path, name, value FROM path_properties WHERE path = %s"
+    rows = conn.execute("SELECT path, name, value FROM path_properties WHERE path = %s"
                         " OR (path LIKE %s AND strpos(substr(path, %s), '/') = 0)"
-                        f" UNION ALL SELECT true, q.* FROM ({_SIDE_LIVE} WHERE f.user_id = %s AND f.parent = %s) AS q",
+                        f" UNION ALL SELECT q.* FROM ({_SIDE_LIVE} WHERE f.user_id = %s AND f.parent = %s) AS q",
                         (folder, _like_prefix(folder) if folder else "%", start, user_id, folder)).fetchall()
     out: dict[str, dict[str, str]] = {}
     for r in rows:
@@ -159,18 +159,18 @@ def copy(conn: Conn, src: str, dst: str, *, user_id: int | None = None) -> None:
     become a shared path's, whose properties stay as they were (an editor's temp file moved over
     its note is that note's next version: the note keeps its tags, and nobody else gets the
     temp file's)."""
-    dst_side = _side(dst)
-    if _side(src) and not dst_side:
+    src_side, dst_side = _side(src), _side(dst)
+    if src_side and not dst_side:
         return
     if dst_side:
         source = (f"SELECT p.name, p.value FROM ({_SIDE_LIVE} WHERE p.user_id = %s AND p.path = %s) AS p"
-                  if _side(src) else "SELECT name, value FROM path_properties WHERE path = %s")
+                  if src_side else "SELECT name, value FROM path_properties WHERE path = %s")
         conn.execute(f"""INSERT INTO side_file_properties (user_id, path, name, value)
                          SELECT %s, %s, s.name, s.value FROM ({source}) AS s
                           WHERE EXISTS (SELECT 1 FROM scratch_files WHERE user_id = %s AND path = %s)
                          ON CONFLICT (user_id, path, name) DO UPDATE
                             SET value = EXCLUDED.value, updated_at = now()""",
-                     (user_id, dst, *((user_id, src) if _side(src) else (src,)), user_id, dst))
+                     (user_id, dst, *((user_id, src) if src_side else (src,)), user_id, dst))
         return
     conn.execute("""INSERT INTO path_properties (path, name, value)
                     SELECT %s, name, value FROM path_properties WHERE path = %s
@@ -181,11 +181,12 @@ def copy(conn: Conn, src: str, dst: str, *, user_id: int | None = None) -> None:
 def move(conn: Conn, src: str, dst: str, *, user_id: int | None = None) -> None:
     """The properties go with the node; the target's own are replaced. As in copy(), a side
     file's never become a shared path's: moved onto one, they end."""
-    if not _side(src) and not _side(dst):
+    dst_side = _side(dst)
+    if not _side(src) and not dst_side:
         conn.execute("DELETE FROM path_properties WHERE path = %s", (dst,))
         conn.execute("UPDATE path_properties SET path = %s, updated_at = now() WHERE path = %s", (dst, src))
         return
-    if _side(dst):
+    if dst_side:
         clear(conn, dst, user_id=user_id)
         copy(conn, src, dst, user_id=user_id)
     clear(conn, src, user_id=user_id)

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from store.db import Conn
 from store.errors import LimitReached, NotANote
+from store.paths import parent_of
 
 # A side file's name, in UTF-8 bytes: NAME_MAX of the file systems clients save from (a new note's
 # key is at most 255 bytes too). It also keeps each change's announcement (sql/032, paths of at
@@ -36,10 +37,6 @@ def channel(user_id: int) -> str:
 
 
 _META = "path, octet_length(content) AS size, version, created_at, updated_at, expires_at"
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def list_folder(conn: Conn, user_id: int, folder: str) -> list[dict]:
@@ -141,7 +138,7 @@ def write(conn: Conn, user_id: int, path: str, data: bytes) -> dict:
                    expires_at = now() + interval '{LIFETIME}',
                    version = CASE WHEN scratch_files.expires_at > now() THEN scratch_files.version + 1 ELSE 1 END,
                    created_at = CASE WHEN scratch_files.expires_at > now() THEN scratch_files.created_at ELSE now() END
-            RETURNING {_META}""", (user_id, path, _parent(path), data)).fetchone()
+            RETURNING {_META}""", (user_id, path, parent_of(path), data)).fetchone()
 
 
 def delete(conn: Conn, user_id: int, path: str) -> bool:
