@@ -9,6 +9,7 @@ import itertools
 from contextlib import contextmanager
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -31,6 +32,18 @@ from store.db import Database
 
 TEMPLATE = "hf_template"
 _counter = itertools.count(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI timeout, `kill`, a terminal closed) ends the run as Ctrl-C does, so the
+    session's fixtures still stop their PostgreSQL and gateways and remove their data directories
+    (in /dev/shm, memory that nothing else would give back); by default it kills pytest outright."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture(scope="session", autouse=True)
