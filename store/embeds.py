@@ -19,6 +19,9 @@ Public functions:
 ``private_embed_problems(org_id, paths) -> list[str]``
     One problem per embed of a memory (any agent's, or an earlier version of one): memory is
     private, so a task save refuses them (store.tasks) with what a task can embed instead.
+``reach_problems(conn, org_id, agent_id, paths) -> list[str]``
+    One problem per embed of a note the task's agent may never read: another agent's own note, or
+    a note of a guild other than its own. A task save refuses them (store.tasks).
 ``expand_task(conn, agent, task) -> str``
     The task with note embeds inlined (their body and one nested hop), collection embeds turned
     into the table's name, within the 64 KB embed budget, spent in document order: an embed is
@@ -26,7 +29,11 @@ Public functions:
     embed after it marked as not inlined (never half a note, never a raw ![[...]]). Missing,
     unreadable or over-budget targets become a visible marker in square brackets, never an error. A memory embed (a task
     saved before the save-time rule) becomes a Markdown link to it and is never inlined. Inlining
-    is the operator's choice: it does not depend on, or grant, the agent's note grants.
+    is the operator's choice within what the agent's place allows: its own notes, its guild's and
+    the organisation's, whatever its four note grants say (it does not grant note_get either).
+    Another agent's own note, or another guild's, is never inlined into a task, at either depth:
+    the spec's "no agent reads another guild's guild-level notes", and a note an agent writes could
+    otherwise pull one into another agent's task through the nested hop (a marker instead).
 """
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ from markdown_it.rules_inline import StateInline
 
 from store.agents import Agent
 from store.db import Conn, like_escape
-from store.paths import nfc, parse, task_path
+from store.paths import Target, nfc, parse, task_path
 from store.errors import StoreError
 
 EMBED_BUDGET = 65_536  # bytes of UTF-8 inlined into one task, nested hops included
@@ -130,11 +137,11 @@ def lock_for_removal(conn: Conn, paths: Iterable[str]) -> None:
 
 
 def expand_embeds(conn: Conn, org_id: int, text: str) -> str:
-    """Any Markdown of organisation ``org_id`` with its embeds expanded exactly as State expands a
-    task (``expand_task``), so the notes browser shows a note's embeds the way a run will see them.
-    The expansion depends only on the organisation (inlining does not depend on the agent's
-    grants), so no real agent is needed: the stand-in carries the organisation alone."""
-    return expand_task(conn, Agent(id=0, org_id=org_id, guild_id=0, name=""), text)
+    """Any Markdown of organisation ``org_id`` with its embeds expanded as State expands a task
+    (``expand_task``), for the notes browser: the operator's view, who reads every note of the
+    organisation, so no agent's place limits it (a run sees another agent's or guild's note as a
+    marker: ``reach_problems``)."""
+    return _expand(conn, org_id, text, None)[0]
 
 
 def embedding_tasks(conn: Conn, display_path: str) -> list[str]:
@@ -159,6 +166,48 @@ _PRIVATE = {"memory": "an agent's memory", "history": "an earlier version of an 
 def _embeddable(org_id: int) -> str:
     return (f"a task embeds notes (org/{org_id}/<note>.md, org/{org_id}/guilds/<guild_id>/<note>.md, "
             f"org/{org_id}/agents/<agent_id>/<note>.md) and collections (org/{org_id}/collections/<name>)")
+
+
+def _beyond_reach(target: Target, agent_id: int, guild_id: int | None) -> str | None:
+    """Why the agent ``agent_id`` of guild ``guild_id`` may never read the note ``target``
+    (another agent's own note, another guild's), or None when its task may inline it."""
+    if target.family != "note":
+        return None
+    if target.level == "agent" and target.owner_id != agent_id:
+        return f"is agent {target.owner_id}'s own note, which agent {agent_id} never reads"
+    if target.level == "guild" and target.owner_id != guild_id:
+        return (f"is a note of guild {target.owner_id}, and agent {agent_id} is in guild {guild_id}: "
+                "no agent reads another guild's notes")
+    return None
+
+
+def reach_problems(conn: Conn, org_id: int, agent_id: int, paths: Iterable[str]) -> list[str]:
+    """One sentence per embedded note the task of agent ``agent_id`` may never read, with what it
+    can embed instead (the agent's guild is read only when it embeds an agent's or guild's note)."""
+    targets = []
+    for path in paths:
+        try:
+            target = parse(path)
+        except StoreError:
+            continue  # (not a display path: the expansion's marker says so)
+        if target.family == "note" and target.org_id == org_id and target.level != "org":
+            targets.append((path, target))
+    if not targets:
+        return []
+    row = conn.execute("SELECT guild_id FROM agents WHERE id = %s AND org_id = %s", (agent_id, org_id)).fetchone()
+    if row is None:
+        return []  # (no such agent: the save says so)
+    guild_id = row["guild_id"]
+    where = (f"a task embeds its agent's own notes (org/{org_id}/agents/{agent_id}/<note>.md), its guild's "
+             f"(org/{org_id}/guilds/{guild_id}/<note>.md), the organisation's (org/{org_id}/<note>.md) and "
+             f"collections (org/{org_id}/collections/<name>); a note for several guilds belongs at the "
+             "organisation's level")
+    out = []
+    for path, target in targets:
+        why = _beyond_reach(target, agent_id, guild_id)
+        if why:
+            out.append(f"![[{path}]] {why}; {where}")
+    return out
 
 
 def _private_family(path: str) -> str | None:
@@ -234,8 +283,9 @@ def _targets(conn: Conn, org_id: int, paths: list[str]) -> dict[str, tuple[str, 
     return {r["path"]: (r["kind"], r["text"]) for r in rows}
 
 
-def _unreadable(org_id: int, path: str) -> str | None:
-    """Why ``path`` is not something an embed can show, or None when it may be."""
+def _unreadable(org_id: int, path: str, reader: Agent | None) -> str | None:
+    """Why ``path`` is not something an embed can show to ``reader`` (None: the operator), or
+    None when it may be."""
     try:
         target = parse(path)
     except StoreError:
@@ -243,26 +293,28 @@ def _unreadable(org_id: int, path: str) -> str | None:
     if target.org_id != org_id:
         return f"embed unreadable: {path} belongs to another organisation"
     if target.family in ("note", "collection"):
-        return None
+        why = _beyond_reach(target, reader.id, reader.guild_id) if reader is not None else None
+        return f"embed unreadable: {path} {why}" if why else None
     return f"embed unreadable: {path} is a {target.family}; only notes and collections are embedded"
 
 
-def task_embed_problems(conn: Conn, org_id: int, task: str) -> list[str]:
+def task_embed_problems(conn: Conn, agent: Agent, task: str) -> list[str]:
     """Each embed of ``task`` that a run will see as a marker instead of its content (missing, not
     something an embed shows, or past the 64 KB budget; in the task or in a note it inlines), in
     the markers' own words, each once, so a save can say so at once. Taken from the expansion
     itself, so the warning and State never disagree. A nested note's own embeds, left unexpanded
     by design, and memory embeds (a save refuses them: private_embed_problems) are not problems."""
-    return list(dict.fromkeys(_expand(conn, org_id, task)[1]))
+    return list(dict.fromkeys(_expand(conn, agent.org_id, task, agent)[1]))
 
 
 def expand_task(conn: Conn, agent: Agent, task: str) -> str:
     """The task as State shows it (see the module docstring for the rules and markers)."""
-    return _expand(conn, agent.org_id, task)[0]
+    return _expand(conn, agent.org_id, task, agent)[0]
 
 
-def _expand(conn: Conn, org_id: int, task: str) -> tuple[str, list[str]]:
-    """(the expanded task, the text of each marker that stands in for content a run will not see)."""
+def _expand(conn: Conn, org_id: int, task: str, reader: Agent | None) -> tuple[str, list[str]]:
+    """(the expanded task, the text of each marker that stands in for content a run will not see);
+    ``reader``: the agent whose task it is, or None for the operator's view of a note."""
     budget = _Budget(EMBED_BUDGET)
     problems: list[str] = []
     first = _spans(task)
@@ -289,7 +341,7 @@ def _expand(conn: Conn, org_id: int, task: str) -> tuple[str, list[str]]:
     def one(path: str, depth: int) -> str:
         if _private_family(path) is not None:
             return f"[{path}]({path})"
-        why = _unreadable(org_id, path)
+        why = _unreadable(org_id, path, reader)
         if why:
             return lost(why)
         if path not in bodies:

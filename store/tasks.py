@@ -69,7 +69,7 @@ def write_task(conn: Conn, org_id: int, agent_id: int, text: str, actor: Actor, 
     # is still found by a note's delete, which compares NFC forms (store.embeds.embedding_tasks).
     text = check_content(text, "the task")
     embedded = embeds.find_embeds(text)
-    problems = embeds.private_embed_problems(org_id, embedded)
+    problems = embeds.private_embed_problems(org_id, embedded) + embeds.reach_problems(conn, org_id, agent_id, embedded)
     if problems:
         raise rejected("task rejected", problems)
     embeds.lock_for_task(conn, embedded)

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from store import admin, collections, embeds, notes, scripts, tasks
+from store import admin, collections, embeds, notes, scripts, state, tasks
 from store.access import SYSTEM, Actor, Principal
 from store.agents import load_agent
-from store.errors import Embedded
+from store.errors import Embedded, Invalid
 from tests.conftest import wait_for_lock_waiters
 
 OP = Actor("user", 1, "ada@example.com")
@@ -78,6 +78,89 @@ def test_expansion_does_not_depend_on_note_grants(db, boot) -> None:
         assert embeds.expand_task(conn, agent, f"![[org/{boot['org_id']}/deeper.md]]") == "too deep"
 
 
+def _neighbours(db, boot):
+    """An agent's own, its guild's and the organisation's notes beside another guild's and another
+    agent's own note, and an organisation note that embeds both of those."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    far_guild = admin.create_guild(db, org_id=org, name="Far")["id"]
+    far_agent = admin.create_agent(db, org_id=org, guild_id=far_guild, name="Far agent")["id"]
+    paths = {"own": f"org/{org}/agents/{agent}/own.md", "guild": f"org/{org}/guilds/{guild}/ours.md",
+             "org": f"org/{org}/hub.md", "far guild": f"org/{org}/guilds/{far_guild}/plans.md",
+             "far agent": f"org/{org}/agents/{far_agent}/diary.md"}
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "agent", agent, "own.md", "own body", SYSTEM)
+        notes.write_note(conn, org, "guild", guild, "ours.md", "guild body", SYSTEM)
+        notes.write_note(conn, org, "guild", far_guild, "plans.md", "far guild secret", SYSTEM)
+        notes.write_note(conn, org, "agent", far_agent, "diary.md", "far agent secret", SYSTEM)
+        notes.write_note(conn, org, "org", None, "hub.md",
+                         f"hub: ![[{paths['far guild']}]] ![[{paths['far agent']}]] ![[{paths['guild']}]]", SYSTEM)
+    return paths, far_guild, far_agent
+
+
+def test_a_task_save_refuses_another_guilds_or_another_agents_note_and_saves_nothing(db, boot) -> None:
+    """The spec: no agent reads another guild's guild-level notes, and an agent's own notes are its
+    own. A task inlines what it embeds into the agent's run, so such an embed is refused at save,
+    every one at once, with what a task can embed instead."""
+    org, agent = boot["org_id"], boot["agent_id"]
+    paths, far_guild, far_agent = _neighbours(db, boot)
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, "before", OP)
+    text = " ".join(f"![[{paths[k]}]]" for k in ("own", "guild", "org", "far guild", "far agent"))
+    with pytest.raises(Invalid) as err, db.transaction() as conn:
+        tasks.write_task(conn, org, agent, text, OP)
+    where = (f"a task embeds its agent's own notes (org/{org}/agents/{agent}/<note>.md), its guild's "
+             f"(org/{org}/guilds/{boot['guild_id']}/<note>.md), the organisation's (org/{org}/<note>.md) and "
+             f"collections (org/{org}/collections/<name>); a note for several guilds belongs at the "
+             "organisation's level")
+    assert err.value.problems == [
+        f"![[{paths['far guild']}]] is a note of guild {far_guild}, and agent {agent} is in guild "
+        f"{boot['guild_id']}: no agent reads another guild's notes; {where}",
+        f"![[{paths['far agent']}]] is agent {far_agent}'s own note, which agent {agent} never reads; {where}"]
+    with db.connection() as conn:
+        assert tasks.read_task(conn, org, agent)["task"] == "before"
+    # The agent's own, its guild's and the organisation's notes are saved and inlined.
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent, f"![[{paths['own']}]] / ![[{paths['guild']}]]", OP)
+    with db.connection() as conn:
+        assert embeds.expand_task(conn, load_agent(conn, agent, {org}), tasks.read_task(conn, org, agent)["task"]) \
+            == "own body / guild body"
+
+
+def test_the_nested_hop_never_inlines_another_guilds_or_agents_note(db, boot) -> None:
+    """An organisation note (which agents may write) embedding another guild's and another agent's
+    note does not carry them into a task that embeds it: markers, listed among the warnings, while
+    its own guild's note is inlined. The notes browser, the operator's view, inlines them all."""
+    org, agent_id = boot["org_id"], boot["agent_id"]
+    paths, far_guild, far_agent = _neighbours(db, boot)
+    with db.transaction() as conn:
+        tasks.write_task(conn, org, agent_id, f"![[{paths['org']}]]", OP)
+    with db.connection() as conn:
+        agent = load_agent(conn, agent_id, {org})
+        task = tasks.read_task(conn, org, agent_id)["task"]
+        out = embeds.expand_task(conn, agent, task)
+        problems = embeds.task_embed_problems(conn, agent, task)
+        operator_view = embeds.expand_embeds(conn, org, task)
+    far_guild_why = (f"embed unreadable: {paths['far guild']} is a note of guild {far_guild}, and agent {agent_id} "
+                     f"is in guild {boot['guild_id']}: no agent reads another guild's notes")
+    far_agent_why = f"embed unreadable: {paths['far agent']} is agent {far_agent}'s own note, which agent {agent_id} never reads"
+    assert out == f"hub: [{far_guild_why}] [{far_agent_why}] guild body"
+    assert "secret" not in out
+    assert problems == [far_guild_why, far_agent_why]
+    assert operator_view == "hub: far guild secret far agent secret guild body"
+    with db.connection() as conn:  # what a run reads: State
+        assert "secret" not in state.get_state(conn, agent)["task"]["text"]
+
+
+def test_the_api_refuses_a_task_embedding_another_guilds_note(db, boot, operator, server) -> None:
+    org, agent = boot["org_id"], boot["agent_id"]
+    paths, far_guild, _ = _neighbours(db, boot)
+    url = f"{server.url}/api/agents/{agent}/task"
+    r = operator.put(url, data=f"Read ![[{paths['far guild']}]]".encode(), headers={"Content-Type": "text/markdown"})
+    assert r.status_code == 422, r.text
+    assert f"is a note of guild {far_guild}" in r.text and "no agent reads another guild's notes" in r.text
+    assert "far guild secret" not in operator.get(f"{server.url}/api/agents/{agent}/state").text
+
+
 def test_the_64_kb_budget_cuts_at_a_whole_embed_with_a_visible_marker(db, boot) -> None:
     """An embed is inlined whole or not at all: the first one that does not fit is where the cut
     is, marked, and every embed after it is marked as not inlined."""
@@ -90,7 +173,7 @@ def test_the_64_kb_budget_cuts_at_a_whole_embed_with_a_visible_marker(db, boot) 
         task = (f"![[org/{org}/a.md]]|![[org/{org}/b.md]]|![[org/{org}/c.md]]|![[org/{org}/collections/none]]"
                 f"|![[org/{org}/c.md]]")
         out = embeds.expand_task(conn, agent, task)
-        problems = embeds.task_embed_problems(conn, org, task)
+        problems = embeds.task_embed_problems(conn, agent, task)
     a, b, c, d, c_again = out.split("|")
     assert a == "a" * 40_000
     assert b == (f"[embed budget of 64 KB reached: org/{org}/b.md (40000 bytes) is not inlined, "
@@ -124,7 +207,7 @@ def test_a_budget_cut_inside_a_first_hop_note_never_leaves_a_raw_embed(db, boot)
                    f"[embed budget of 64 KB used up: org/{org}/wide.md not inlined]")
     with db.connection() as conn:
         problems = embeds.task_embed_problems(
-            conn, org, f"![[org/{org}/a.md]] ![[org/{org}/hub.md]] ![[org/{org}/wide.md]]")
+            conn, agent, f"![[org/{org}/a.md]] ![[org/{org}/hub.md]] ![[org/{org}/wide.md]]")
     assert problems == [f"embed budget of 64 KB reached: org/{org}/big.md ({30_001 + len(f'![[org/{org}/a.md]]')} "
                         "bytes) is not inlined, nor any embed after it",
                         f"embed budget of 64 KB used up: org/{org}/small.md not inlined",

@@ -73,7 +73,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         task_strip = provenance(conn, st["task"]["display_path"])
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
-        embed_problems = embeds.task_embed_problems(conn, agent.org_id, st["task"]["raw"])
+        embed_problems = embeds.task_embed_problems(conn, agent, st["task"]["raw"])
         choices = embed_choices(conn, agent, reach)
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
                       if g["id"] == agent.guild_id), None)
