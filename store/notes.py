@@ -230,14 +230,31 @@ def require_reach(agent: Agent, level: str, need: str, asked: str) -> None:
                         f"grant, which the operator has not given it. {other[0].upper() + other[1:]}")
 
 
-def _target_for(call: AgentCall, path: object, tool_name: str) -> Target:
+def _owner_in_org(db: Database, level: Level, owner_id: int, org_id: int) -> bool:
+    """Whether agent or guild ``owner_id`` (by ``level``) is one of organisation ``org_id``'s."""
+    statement = ("SELECT 1 FROM agents WHERE id = %s AND org_id = %s" if level == "agent"
+                 else "SELECT 1 FROM guilds WHERE id = %s AND org_id = %s")
+    with db.connection() as conn:
+        return conn.execute(statement, (owner_id, org_id)).fetchone() is not None
+
+
+def _target_for(db: Database, call: AgentCall, path: object, tool_name: str) -> Target:
     """Parse a path a tool was given and apply the family and reach rules shared by note_get and
     note_delete. Returns a note target the agent may reach at the guild/org grant level."""
     target = parse(path)
     agent = call.agent
     asked = f"{tool_name} {target.path if target.family != 'record' else path}"
+    unknown = f"unknown path {path}: no note, task, memory, script or record has that display path"
     if target.org_id != agent.org_id or target.family == "history":
-        raise NotFound(f"unknown path {path}: no note, task, memory, script or record has that display path")
+        raise NotFound(unknown)
+    # An agent or guild id that is not one of this organisation's (another organisation's, or
+    # none at all) names nothing, as it does on every other front end: 404, not "this is agent
+    # N's". Looked up only when the id is not the caller's own agent or guild, so the common
+    # path costs no query; another agent or guild of the same organisation is refused below.
+    own = agent.id if target.level == "agent" else agent.guild_id if target.level == "guild" else None
+    if (target.owner_id is not None and target.owner_id != own
+            and not _owner_in_org(db, target.level, target.owner_id, agent.org_id)):
+        raise NotFound(unknown)
     if target.family in ("collection", "record"):
         if tool_name == "note_get":
             msg = (f"{asked} refused: {path} is a {target.family}, not a note; read records with "
@@ -286,7 +303,7 @@ def check_key_of(target: Target) -> str | None:
 
 @tool("note_get", "Read one note by its display path.", path=Arg("string", required=True))
 def note_get(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
-    target = _target_for(call, args["path"], "note_get")
+    target = _target_for(db, call, args["path"], "note_get")
     require_reach(call.agent, target.level, "read", f"note_get {target.path}")
     with db.connection() as conn:
         row = get_note(conn, target.org_id, target.level, target.owner_id, target.name)
@@ -329,7 +346,7 @@ def note_write(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str,
 
 @tool("note_delete", "Delete one note by its display path.", path=Arg("string", required=True))
 def note_delete(db: Database, call: AgentCall, args: dict[str, Any]) -> dict[str, Any]:
-    target = _target_for(call, args["path"], "note_delete")
+    target = _target_for(db, call, args["path"], "note_delete")
     require_reach(call.agent, target.level, "write", f"note_delete {target.path}")
     with db.transaction() as conn:
         return delete_note(conn, target.org_id, target.level, target.owner_id, target.name, call.actor)

@@ -225,6 +225,28 @@ def test_another_organisations_paths_are_unknown(call, db, boot) -> None:
     assert status == 404 and body["error"].startswith(f"unknown path org/{other['org_id']}/x.md")
 
 
+def test_an_agent_or_guild_of_another_organisation_or_none_is_unknown(call, db, boot) -> None:
+    """An agent or guild id that is not one of the caller's organisation (another organisation's,
+    or no such id) names nothing: 404 with the unknown-path sentence, as WebDAV and the web app
+    answer, not 403 "this is agent N's"; nothing of the other organisation is touched. (Another
+    agent or guild of the same organisation stays 403: see the test above.)"""
+    org = boot["org_id"]
+    other = admin.bootstrap(db, org_name="Other")
+    with db.transaction() as conn:
+        notes.write_note(conn, other["org_id"], "agent", other["agent_id"], "a3.md", "theirs", SYSTEM)
+        notes.write_note(conn, other["org_id"], "guild", other["guild_id"], "g.md", "theirs", SYSTEM)
+    for path in (f"org/{org}/agents/{other['agent_id']}/a3.md", f"org/{org}/agents/999999/x.md",
+                 f"org/{org}/guilds/{other['guild_id']}/g.md", f"org/{org}/guilds/999999/x.md"):
+        for tool in ("note_get", "note_delete"):
+            status, body = call(tool, {"path": path})
+            assert status == 404, (tool, path, status, body)
+            assert body["error"].startswith(f"unknown path {path}: no note"), (tool, path, body)
+            assert "theirs" not in body["error"] and "refused" not in body["error"]
+    with db.connection() as conn:
+        assert notes.get_note(conn, other["org_id"], "agent", other["agent_id"], "a3.md")["content"] == "theirs"
+        assert notes.get_note(conn, other["org_id"], "guild", other["guild_id"], "g.md")["content"] == "theirs"
+
+
 def test_crossing_families_names_the_right_tool(call, boot) -> None:
     org, agent = boot["org_id"], boot["agent_id"]
     status, body = call("note_get", {"path": f"org/{org}/collections/leads"})

@@ -309,7 +309,11 @@ def _deleted_done(all_scopes: list[dict[str, Any]]) -> str | None:
 def _key_from(raw: str) -> str:
     """The note key for what was typed: the name as given, with .md added when it does not end
     in .md, as the form promises. A dot elsewhere is part of the name ("Release 1.2", "Dr. Smith"),
-    not an extension; a name ending in .MD is left as typed, for the store's key rule to judge."""
+    not an extension; a name ending in .MD is left as typed, for the store's key rule to judge.
+    Blanks at either end are dropped: in a form field they are typing accidents (a phone keyboard
+    adds a space after a word it completes), and the page then names the note it saved. WebDAV and
+    the mount refuse such names instead, since a client there must find its file under the exact
+    name it sent."""
     name = nfc(raw.strip())
     return name if not name or name.lower().endswith(".md") else name + ".md"
 
