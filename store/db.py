@@ -7,9 +7,13 @@ sees a psycopg exception for something a client sent.
 """
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import re
 import select
+import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -136,6 +140,14 @@ def unstorable(exc: BaseException) -> Invalid:
 LOCK_TIMEOUT = 5
 STATEMENT_TIMEOUT = 20
 WAIT_TIMEOUT = STATEMENT_TIMEOUT + 5
+# WAIT_TIMEOUT alone left every request that met a silent server waiting 25 s, each holding a
+# worker thread, so the gateway stopped answering anyone. A request that has held its connection
+# STALL_CHECK_AFTER seconds makes the Database's watchdog ask the server, on a new connection, for
+# any answer; none within STALL_PROBE_TIMEOUT and the server is taken as stalled: the waits on it
+# are ended (503) and requests are answered 503 at once until a probe is answered again. A long
+# statement on a server that answers is left to run.
+STALL_CHECK_AFTER = 2.0
+STALL_PROBE_TIMEOUT = 5.0
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -149,14 +161,41 @@ class _BoundedConnection(psycopg.Connection):
     ever by default). A wait cut short leaves the connection mid-statement: it is closed, and the
     caller sees a lost connection (Unavailable)."""
 
+    def wait_bound(self) -> float:
+        return WAIT_TIMEOUT
+
     def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = self.wait_bound()
         if len(args) < 2:   # (args: interval, timeout; a timeout a caller gives stays its own)
-            kwargs.setdefault("timeout", WAIT_TIMEOUT)
+            kwargs.setdefault("timeout", bound)
         try:
             return super().wait(gen, *args, **kwargs)
         except pg_errors._WaitTimeout:
             self.pgconn.finish()
-            raise psycopg.OperationalError(f"the database did not answer within {WAIT_TIMEOUT} s") from None
+            raise psycopg.OperationalError(f"the database did not answer within {bound} s") from None
+
+
+class _ProbeConnection(_BoundedConnection):
+    """The watchdog's question to the server: any answer within STALL_PROBE_TIMEOUT."""
+
+    def wait_bound(self) -> float:
+        return STALL_PROBE_TIMEOUT
+
+
+def _cut(conn: psycopg.Connection) -> None:
+    """End another thread's wait on ``conn`` now. Shutting the socket down wakes that thread's
+    poll with an end of file, which libpq reports as a lost connection; closing the descriptor
+    under a thread polling it would not be safe."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except (OSError, psycopg.Error):
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 # The sentence of the Unavailable the current unit of work (one request in a worker thread) met,
@@ -198,6 +237,13 @@ def _busy(exc: psycopg.OperationalError) -> Unavailable | None:
 _GONE = ("57P01", "57P02", "57P03")
 UNAVAILABLE_MESSAGE = ("the store's database cannot be reached just now (PostgreSQL is down, restarting or "
                        "overloaded); try again in a few seconds")
+STALLED_MESSAGE = ("the store's database has stopped answering (PostgreSQL is paused, or its disk or host "
+                   "hangs); try again in a few seconds")
+# A change whose statement reached a silent server may still be applied when the server resumes:
+# the sentence cannot promise that nothing changed.
+STALLED_WRITE_MESSAGE = ("the store's database stopped answering while this change was being saved (PostgreSQL "
+                         "is paused, or its disk or host hangs); the change may still be applied when it resumes: "
+                         "read it back in a few seconds before sending it again")
 
 
 def lost_connection(exc: BaseException, conn: psycopg.Connection | None = None) -> bool:
@@ -288,6 +334,7 @@ class Database:
 
     DOWN_WAIT = 0.3       # seconds a request waits for the pool while the server is known down
     DOWN_MEMORY = 5.0     # seconds a sign of an outage is remembered
+    WATCH_INTERVAL = 0.5  # seconds between the watchdog's looks at the connections lent
 
     def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 10,
                  name: str = "hostfinder", timeout: float = 2.0) -> None:
@@ -295,6 +342,14 @@ class Database:
         self.timeout = timeout
         self._down_until = 0.0
         self._kwargs: dict = {"row_factory": dict_row, "autocommit": True, **liveness(conninfo)}
+        # The watchdog's view (see STALL_CHECK_AFTER): each lent connection and when it was lent,
+        # whether the server is taken as stalled, and when it last answered a probe.
+        self._lent: dict[int, tuple[psycopg.Connection, float]] = {}
+        self._lend_ids = itertools.count()
+        self.stalled = False
+        self._answered_at = 0.0
+        self._closing = threading.Event()
+        self._watchdog: threading.Thread | None = None
         self.pool = _MostRecentFirst(
             conninfo, min_size=min_size, max_size=max_size, open=False, name=name,
             kwargs=self._kwargs, configure=self._configure, connection_class=_BoundedConnection,
@@ -315,11 +370,60 @@ class Database:
     def known_down(self) -> bool:
         return time.monotonic() < self._down_until
 
+    # -- a server that stops answering -------------------------------------------------------------
+
+    def _watch(self) -> None:
+        """The watchdog thread: see STALL_CHECK_AFTER."""
+        while not self._closing.wait(self.WATCH_INTERVAL):
+            try:
+                self._look()
+            except Exception:  # the watchdog must outlive anything it meets
+                log.exception("the database watchdog failed; it goes on")
+
+    def _look(self) -> None:
+        now = time.monotonic()
+        if self.stalled:
+            if self._probe() != "silent":
+                self.stalled = False
+                log.warning("the database answers again")
+            return
+        lent = list(self._lent.values())
+        oldest = min((since for _, since in lent), default=now)
+        if now - oldest < STALL_CHECK_AFTER or now - self._answered_at < STALL_CHECK_AFTER:
+            return
+        asked = time.monotonic()
+        if self._probe() != "silent":
+            return
+        self.stalled = True
+        log.warning("the database has not answered a new connection within %s s: taken as stalled; requests "
+                    "are answered 503 until it answers again", STALL_PROBE_TIMEOUT)
+        for conn, since in list(self._lent.values()):
+            if since <= asked:
+                _cut(conn)
+
+    def _probe(self) -> str:
+        """"answers" (a query ran), "down" (refused or failed at once: the ordinary outage paths
+        handle that) or "silent" (nothing within STALL_PROBE_TIMEOUT)."""
+        kwargs = {**self._kwargs, "connect_timeout": max(2, round(STALL_PROBE_TIMEOUT))}
+        try:
+            with _ProbeConnection.connect(self.conninfo, **kwargs) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.errors.ConnectionTimeout:
+            return "silent"
+        except psycopg.OperationalError as exc:
+            return "silent" if "did not answer within" in str(exc) or "timeout" in str(exc).lower() else "down"
+        self._answered_at = time.monotonic()
+        return "answers"
+
+    # -- lending -----------------------------------------------------------------------------------
+
     @contextmanager
     def _borrow(self) -> Iterator[Conn]:
         """A checked connection from the pool, or (the server having been down) a direct one;
         any sign that the server is gone comes out as ``Unavailable``."""
         conn, pooled = self._lend()
+        lend_id = next(self._lend_ids)
+        self._lent[lend_id] = (conn, time.monotonic())
         try:
             yield conn
         except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
@@ -330,9 +434,13 @@ class Database:
             if not lost_connection(exc, conn):
                 raise
             self._mark_down()
+            if self.stalled:
+                writing = _after_commit.get() is not None
+                raise _unavailable(exc, STALLED_WRITE_MESSAGE if writing else STALLED_MESSAGE) from exc
             log.warning("the database connection was lost: %s", str(exc).strip().splitlines()[:1])
             raise _unavailable(exc) from exc
         finally:
+            del self._lent[lend_id]
             if pooled:
                 self.pool.putconn(conn)   # rolls back what is left open; replaces a broken one
             else:
@@ -341,7 +449,11 @@ class Database:
     def _lend(self) -> tuple[Conn, bool]:
         """(connection, from the pool?). A pooled one that may have died is checked with one
         empty round trip; a dead one is handed back (the pool replaces it) and this request goes
-        on with a direct connection at once, instead of the pool's own check loop with back-off."""
+        on with a direct connection at once, instead of the pool's own check loop with back-off.
+        While the server is taken as stalled, none: 503 at once (the watchdog finds out when it
+        answers again)."""
+        if self.stalled:
+            raise _unavailable(Unavailable(STALLED_MESSAGE), STALLED_MESSAGE)
         try:
             conn = self.pool.getconn(timeout=self.DOWN_WAIT if self.known_down else self.timeout)
         except (PoolTimeout, PoolClosed) as exc:
@@ -369,17 +481,24 @@ class Database:
             _configure(conn)
         except psycopg.Error as exc:
             self._mark_down()
-            raise _unavailable(exc) from exc
+            silent = isinstance(exc, psycopg.errors.ConnectionTimeout)   # no answer at all, not a refusal
+            raise _unavailable(exc, STALLED_MESSAGE if silent else "") from exc
         self._down_until = 0.0
         return conn
 
     def open(self, *, timeout: float = 10.0) -> Database:
         """Open the pool and wait for its first connections, so a bad URL fails at start-up."""
         self.pool.open(wait=True, timeout=timeout)
+        self._closing.clear()
+        self._watchdog = threading.Thread(target=self._watch, name="hostfinder-db-watchdog", daemon=True)
+        self._watchdog.start()
         return self
 
     def close(self) -> None:
+        self._closing.set()
         self.pool.close()
+        if self._watchdog is not None and self._watchdog is not threading.current_thread():
+            self._watchdog.join(timeout=STALL_PROBE_TIMEOUT + 1)
 
     def __enter__(self) -> Database:
         return self.open()

@@ -4,7 +4,9 @@ first request after the restart succeeds, and no write is acknowledged that was 
 A private PostgreSQL (not the session's) so that stopping it disturbs no other test."""
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -226,5 +228,158 @@ def test_the_store_raises_unavailable_not_a_driver_error(private_pg) -> None:
         pg.start()
         with db.connection() as conn:
             assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    finally:
+        db.close()
+
+
+def _server_processes(pg: EmbeddedPostgres) -> list[int]:
+    """The postmaster and every process it started (backends, checkpointer, walwriter...)."""
+    main = pg._proc.pid
+    found = [main]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == main:   # (the field after the state is the parent's pid)
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.fixture
+def paused(private_pg, monkeypatch) -> Iterator[Any]:
+    """pause() stops every process of the private PostgreSQL (SIGSTOP: it keeps its connections
+    and answers nothing, as a frozen VM or a hung disk does); the fixture resumes them however
+    the test ends. The wait bound is raised past the test's length, so only the stall's own
+    detection can end a wait, and the watchdog is quickened to keep the test short."""
+    from store import db as store_db
+    monkeypatch.setattr(store_db, "WAIT_TIMEOUT", 120)
+    monkeypatch.setattr(store_db, "STALL_CHECK_AFTER", 1.0)
+    monkeypatch.setattr(store_db, "STALL_PROBE_TIMEOUT", 2.0)
+    pg, _url = private_pg
+    stopped: list[int] = []
+
+    def pause() -> None:
+        stopped.extend(_server_processes(pg))
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume() -> None:
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        stopped.clear()
+
+    pause.resume = resume   # type: ignore[attr-defined]
+    try:
+        yield pause
+    finally:
+        resume()
+
+
+def test_a_stalled_server_ends_the_waits_on_it_and_is_answered_503_at_once_until_it_resumes(
+        private_pg, paused) -> None:
+    """A server that answers nothing (SIGSTOP) held every request on it for the whole wait
+    bound, 25 s, each holding a worker thread. The watchdog asks the server for any answer on a
+    new connection; none, and the waits end with a sentence saying so (a save's saying it may
+    still be applied), later requests are refused without waiting, and the first answer after
+    the server resumes ends it."""
+    from store.db import STALLED_MESSAGE, STALLED_WRITE_MESSAGE
+    _pg, url = private_pg
+    db = Database(url, min_size=2, max_size=6).open()
+    try:
+        with db.connection() as conn:
+            conn.execute("SELECT 1")
+        paused()
+        outcomes: dict[str, BaseException | None] = {}
+
+        def read() -> None:
+            try:
+                with db.connection() as conn:
+                    conn.execute("SELECT 1")
+                outcomes["read"] = None
+            except BaseException as exc:
+                outcomes["read"] = exc
+
+        def save() -> None:
+            try:
+                with db.single_write() as conn:
+                    conn.execute("SELECT 1")
+                outcomes["save"] = None
+            except BaseException as exc:
+                outcomes["save"] = exc
+
+        threads = [threading.Thread(target=read), threading.Thread(target=save)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)   # the raised wait bound is 120 s: only the watchdog ends them sooner
+        assert not any(t.is_alive() for t in threads), "a wait on the stopped server was never ended"
+        assert isinstance(outcomes["read"], Unavailable) and outcomes["read"].message == STALLED_MESSAGE
+        assert isinstance(outcomes["save"], Unavailable) and outcomes["save"].message == STALLED_WRITE_MESSAGE
+        # While it stays stopped, a request is refused before it waits on it.
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as later:
+            with db.connection() as conn:
+                conn.execute("SELECT 1")
+        assert later.value.message == STALLED_MESSAGE and time.monotonic() - started < 1
+        paused.resume()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with db.connection() as conn:
+                    assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+                break
+            except Unavailable:
+                assert time.monotonic() < deadline, "the store did not heal after the server resumed"
+                time.sleep(0.1)
+    finally:
+        paused.resume()
+        db.close()
+
+
+def test_a_stalled_server_does_not_stop_the_gateway_answering(private_pg, paused) -> None:
+    """Eight requests on a stopped server used all eight worker threads, so a stylesheet or the
+    login page, which need no database, waited as long as they did. Now they end with a 503 and
+    its sentence, and everything else is answered meanwhile."""
+    _pg, url = private_pg
+    db = Database(url, min_size=2, max_size=12).open()
+    boot = admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
+    auth = (boot["email"], boot["password"])
+    note = f"/dav/org/{boot['org_id']}/kept.md"
+    try:
+        with running_gateway(db, threads=8) as server:
+            assert requests.put(server.url + note, data=b"# kept\n", auth=auth, timeout=10).status_code == 201
+            paused()
+            answers: list[requests.Response | BaseException] = []
+
+            def get_note() -> None:
+                try:
+                    answers.append(requests.get(server.url + note, auth=auth, timeout=60))
+                except BaseException as exc:
+                    answers.append(exc)
+
+            threads = [threading.Thread(target=get_note) for _ in range(8)]
+            for t in threads:
+                t.start()
+            time.sleep(0.5)   # (all eight are waiting on the server now)
+            page = requests.get(f"{server.url}/login", timeout=60)
+            assert page.status_code == 200 and "password" in page.text
+            for t in threads:
+                t.join(timeout=70)
+            assert len(answers) == 8
+            for r in answers:
+                assert isinstance(r, requests.Response), r
+                # (Those that found no pooled connection free learn it from a connection attempt
+                # that timed out: the same sentence.)
+                assert r.status_code == 503 and "stopped answering" in r.text, (r.status_code, r.text[:200])
+            paused.resume()
+            deadline = time.monotonic() + 30
+            while (r := requests.get(server.url + note, auth=auth, timeout=10)).status_code != 200:
+                assert time.monotonic() < deadline, (r.status_code, r.text[:200])
+                time.sleep(0.2)
+            assert r.content == b"# kept\n"
     finally:
         db.close()
