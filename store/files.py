@@ -25,9 +25,10 @@
     removed_notes(conn, org_ids, org_id, *, since, limit=200) -> list[dict]
         notes of ``org_id`` deleted or moved away since ``since`` whose path holds no live note
         now, newest first: {display_path, operation, version, actor_name, created_at, level,
-        owner_id, key}. Read from the organisation's newest RECENT_CHANGES changes only (its
-        index, newest first), so the cost is bounded however much history the store holds; in an
-        organisation busier than that, "recently" is shorter than ``since``.
+        owner_id, key}. Read from the organisation's newest RECENT_REMOVALS deletes and moves only
+        (their own index, newest first, sql/154), so the cost is bounded however much history the
+        store holds and however many writes came since; an organisation that deletes more than
+        that within ``since`` sees a shorter "recently".
 
 Only rows of ``org_ids`` (the caller's organisations) are read: a path of another organisation
 answers as unknown.
@@ -45,7 +46,7 @@ from store.paths import nfc, parse
 
 MAX_PATHS = 200
 MAX_HISTORY = 1000
-RECENT_CHANGES = 5000
+RECENT_REMOVALS = 5000
 _ORG = re.compile(r"^org/([1-9][0-9]{0,18})/")
 
 _SELECT = """
@@ -156,21 +157,23 @@ def removed_notes(conn: Conn, org_ids: Collection[int], org_id: int, *, since: d
     marks as deleted."""
     if org_id not in org_ids:
         raise NotFound("unknown organisation")
+    # A path whose newest removal is followed by a live note there (created again, moved back)
+    # is not listed; without one, nothing but a removal can have followed.
     rows = conn.execute(
         """WITH recent AS (
              SELECT id, display_path, operation, version, actor_name, created_at FROM file_changes
-              WHERE org_id = %(org)s ORDER BY id DESC LIMIT %(scan)s)
+              WHERE org_id = %(org)s AND operation IN ('delete', 'move')
+              ORDER BY id DESC LIMIT %(scan)s)
            SELECT * FROM (
              SELECT DISTINCT ON (display_path) display_path, operation, version, actor_name, created_at, id
                FROM recent
               WHERE created_at >= %(since)s AND display_path LIKE '%%.md'
                 AND display_path NOT LIKE '%%/history-archive/%%'
               ORDER BY display_path, id DESC) last
-            WHERE last.operation IN ('delete', 'move')
-              AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.display_path = last.display_path
-                                                          AND a.deleted_at IS NULL)
+            WHERE NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.display_path = last.display_path
+                                                         AND a.deleted_at IS NULL)
             ORDER BY last.id DESC LIMIT %(limit)s""",
-        {"org": org_id, "since": since, "limit": limit, "scan": RECENT_CHANGES}).fetchall()
+        {"org": org_id, "since": since, "limit": limit, "scan": RECENT_REMOVALS}).fetchall()
     out = []
     for r in rows:
         try:

@@ -860,6 +860,28 @@ def test_removed_notes_lists_only_notes_still_gone(db, boot) -> None:
     assert later == []
 
 
+def test_a_deleted_note_stays_listed_however_many_changes_follow(db, boot) -> None:
+    """The list read the organisation's newest 5 000 changes of any kind, so a delete fell out of
+    "recently deleted" after a few minutes of agents' writes (the page promises 7 days). The
+    writes that follow are stood in for by their change rows, 6 000 of them."""
+    from datetime import datetime, timedelta, timezone
+
+    from store import files, notes
+    from store.access import Actor
+    org, guild = boot["org_id"], boot["guild_id"]
+    ada = Actor("user", boot["user_id"], boot["email"])
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "gone.md", "x", ada)
+        notes.delete_note(conn, org, "guild", guild, "gone.md", ada)
+        conn.execute("INSERT INTO file_changes (org_id, display_path, operation, version, actor_type, actor_name)"
+                     " SELECT %s, 'org/' || %s || '/busy.md', 'update', n, 'system', 'agent traffic'"
+                     "   FROM generate_series(1, 6000) AS n", (org, org))
+    with db.connection() as conn:
+        removed = files.removed_notes(conn, frozenset({org}), org,
+                                      since=datetime.now(timezone.utc) - timedelta(days=7))
+    assert [(r["key"], r["operation"]) for r in removed] == [("gone.md", "delete")]
+
+
 def test_a_name_with_dots_gets_md_added_as_the_form_says(boot, server, service) -> None:
     """".md is added when you leave it out": also when the name has a dot of its own ("Release
     1.2" was refused as not ending in .md); a name ending in .MD is left for the store to judge."""
