@@ -29,6 +29,7 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound, PreconditionFailed, StoreError
+from store.host import is_side_path
 from fuse_mount.listings import MISSING, ListingCache, drop_folder
 from fuse_mount.own_writes import Flight, OwnWrites, Written
 from store.paths import diverged_copy_path, is_side_file, nfc
@@ -212,10 +213,9 @@ class HostOperations(pyfuse3.Operations):
             return None
 
     def _inline(self, operation: str, path: str, method: str, *args: Any) -> Any:
-        """A Host tree call that runs no query for the names clients use (a name check): in the
-        event loop, errors as _call. (check_write asks the store one question for a name only a
-        new file may not take, Memory.md beside memory.md: rare enough to wait for here, where a
-        thread hop on every create would slow every editor's save.)"""
+        """A Host tree call that runs no query (check_write of a side file's name): in the event
+        loop, errors as _call, where a thread hop on every create of an editor's temp file would
+        slow every editor's save."""
         try:
             return getattr(self._tree(), method)(*args)
         except Exception as exc:
@@ -518,9 +518,15 @@ class HostOperations(pyfuse3.Operations):
         if not folder.writable:
             log.info("refused create %s: /%s does not accept new files [EACCES]", path, parent)
             raise FUSEError(errno.EACCES)
-        # A name the tree would refuse (notes.txt) fails here, with the tree's own sentence in the
-        # log, rather than at close, where `echo > notes.txt` in a shell would never see it.
-        self._inline("create", path, "check_write", path)
+        # A name the tree would refuse (notes.txt), or a new note whose folder's owner already
+        # holds its 10 000 live files, fails here, with the tree's own sentence in the log, rather
+        # than at close, where `echo > notes.txt` in a shell would never see it. A side file (an
+        # editor's temp file: most creates) asks the store nothing, so in the event loop; any
+        # other name asks it one question (HostTree.check_write with new=True), in a worker thread.
+        if is_side_path(path):
+            self._inline("create", path, "check_write", path)
+        else:
+            await self._call("create", path, "check_write", path, new=True)
         # Nothing is written yet: the file becomes one version when it is first flushed, so
         # `cp` or an editor's save is one version.
         ino = self.inodes.remember(path)

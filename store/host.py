@@ -40,6 +40,10 @@ from store.storage import MAX_CONTENT_BYTES, too_large
 
 OCTETS = "application/octet-stream"
 
+# The families whose files are artifacts counted against their owner's cap (store.storage:
+# OWNER_CAP live files per organisation, guild or agent): a new one is one more.
+_OWNER_CAPPED = frozenset({"note", "script", "memory"})
+
 NodeKind = Literal["root", "folder", "note", "task", "memory", "script", "history", "collection_json",
                    "record", "side"]
 
@@ -286,9 +290,18 @@ class HostTree:
                     else self._family_node(conn, folder, name, family))
             return node, current is not None  # type: ignore[return-value]
 
-    def check_write(self, path: str) -> None:
+    def check_write(self, path: str, *, new: bool = False) -> None:
         """Refuse now, with the sentence write() would give, a name that cannot be written (a
-        .txt file, a read-only folder), so a client learns it before it sends the body."""
+        .txt file, a read-only folder), so a client learns it before it sends the body.
+
+        ``new``: the caller is creating the file now, and its body comes later (the mount's
+        open with O_CREAT, which a shell's `>` never hears about again): a file whose write would
+        add one more of its owner's artifacts (a note, a script, a first memory.md) is refused too while that owner
+        holds the most it may (store.storage.OWNER_CAP), with the write's own LimitReached. Not a
+        side file (never an artifact), nor a name a live file holds (an overwrite, or the create
+        that ends a rename-away save: its next version). One query, only for such a name; the
+        write checks the cap again under its lock. Not for a move's destination: a rename keeps
+        the owner's count."""
         parts = split(path)
         self._refuse_folder(parts, NotANote(f"/{'/'.join(parts)} is a folder; files go inside it"))
         folder, name = self._parent(parts)
@@ -298,10 +311,31 @@ class HostTree:
         # A name only a new file may not take (Memory.md, a zero-width space): refused here too,
         # or `echo text > Memory.md` would be accepted at open and lose its text at close.
         problem = family.new_name_problem(folder, name)
-        if problem is not None:
+        if new and family.kind in _OWNER_CAPPED:
+            self._check_new_file(folder, "/".join(parts), problem)
+        elif problem is not None:
             with self.db.connection() as conn:
                 if family.stat(conn, folder, name) is None:
                     raise Invalid(problem, [problem])
+
+    def _check_new_file(self, folder: Folder, path: str, problem: str | None) -> None:
+        """check_write(new=True) of an artifact at ``path``: in one query, whether a live file
+        holds the path (hidden from this user by a rename-away save or not) and how many live
+        files the folder's owner holds (its counter row, sql/011); then the name's ``problem``
+        (Invalid) or the owner's cap (LimitReached, store.storage's sentence) for a new file."""
+        level = "agent" if folder.kind == "scripts" else folder.kind
+        org_id = folder.org_id or 0
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM artifacts WHERE display_path = %s AND deleted_at IS NULL) AS taken,"
+                " (SELECT live FROM owner_counts WHERE org_id = %s AND level = %s AND owner_id = %s) AS live",
+                (path, org_id, level, storage.owner_key(level, folder.owner_id))).fetchone()
+        if row["taken"]:
+            return
+        if problem is not None:
+            raise Invalid(problem, [problem])
+        if (row["live"] or 0) >= storage.OWNER_CAP:
+            raise storage.limit_reached(path, row["live"], org_id=org_id, level=level, owner_id=folder.owner_id)
 
     def delete(self, path: str) -> None:
         self._forget_recent()

@@ -143,7 +143,7 @@ _INSERT_UNDER_CAP = f"""
     SELECT coalesce((SELECT live FROM n), 0) AS owner_count, ins.* FROM (VALUES (1)) AS v LEFT JOIN ins ON true"""
 
 
-def _limit_reached(display_path: str, count: int, *, org_id: int, level: str, owner_id: int | None) -> LimitReached:
+def limit_reached(display_path: str, count: int, *, org_id: int, level: str, owner_id: int | None) -> LimitReached:
     # The cap counts the owner's notes, scripts and memory together, so the sentence names the
     # owner's folder (org/1/agents/3/), not the file's (org/1/agents/3/scripts/ holds only scripts).
     where = owner_prefix(org_id, level, owner_id)  # type: ignore[arg-type]
@@ -168,7 +168,7 @@ def insert_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id:
          "owner": owner_key(level, owner_id), "key": key, "path": display_path, "content": content,
          "json": content_json, "by": actor.name, "cap": OWNER_CAP}).fetchone()
     if row["id"] is None and row["owner_count"] >= OWNER_CAP:
-        raise _limit_reached(display_path, row["owner_count"], org_id=org_id, level=level, owner_id=owner_id)
+        raise limit_reached(display_path, row["owner_count"], org_id=org_id, level=level, owner_id=owner_id)
     if row["id"] is None:
         return None
     row.pop("owner_count")
@@ -284,7 +284,7 @@ def save_artifact(conn: Conn, *, kind: str, org_id: int, level: str, owner_id: i
             raise PreconditionFailed(f"{display_path} does not exist, so version {if_version} cannot match; "
                                      "write without a version to create it")
         if count >= OWNER_CAP:
-            raise _limit_reached(display_path, count, org_id=org_id, level=level, owner_id=owner_id)
+            raise limit_reached(display_path, count, org_id=org_id, level=level, owner_id=owner_id)
         # Nothing was there, and a concurrent create took the path first: update it instead.
     raise PreconditionFailed(f"{display_path} changed while it was being written; try again")
 

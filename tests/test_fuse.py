@@ -26,8 +26,9 @@ from fuse_mount.operations import UNFOLLOWED_LISTING_SECONDS
 from store import admin, tools
 from store.access import Door, Principal
 from store.db import Database
-from store.errors import NotFound
+from store.errors import LimitReached, NotFound
 from store.host import HostTree
+from store.storage import OWNER_CAP
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -249,6 +250,55 @@ def test_cp_in_and_out_and_refusals(mount: Mount, tmp_path: Path) -> None:
     with pytest.raises(OSError) as big:
         (mount.org / "big.md").write_bytes(b"x" * 300_000)
     assert big.value.errno == errno.EFBIG
+
+
+def test_a_new_note_at_the_owner_cap_is_refused_at_the_shells_redirection(mount: Mount) -> None:
+    """An owner holds at most 10 000 live files. In a folder at that cap a new note is refused
+    when it is created (open with O_CREAT), with the store's sentence, so a shell's `>` (which
+    ignores close errors), touch and printf say "Disk quota exceeded" and nothing is listed. An
+    overwrite of a note there, an atomic editor's save over it (a temp side file renamed over the
+    note) and vim's rename-away save are no new file and still save."""
+    assert shutil.which("vim"), "vim is needed for the editor tests (apt-get install vim)"
+    org, agent = mount.boot["org_id"], mount.boot["agent_id"]
+    prefix = f"org/{org}/agents/{agent}"
+    mount.tree.write(f"{prefix}/kept.md", b"v1\n")
+    agent_dir = mount.org / "agents" / str(agent)
+    assert "kept.md" in os.listdir(agent_dir)
+    with mount.db.transaction() as conn:  # (the trigger's counter row, sql/011: as if 10 000 were live)
+        conn.execute("UPDATE owner_counts SET live = %s WHERE org_id = %s AND level = 'agent' AND owner_id = %s",
+                     (OWNER_CAP, org, agent))
+    sentence = (f"cannot create {prefix}/capnote.md: {prefix}/ already holds 10,000 live files, the limit "
+                "is 10,000 per owner; delete files that are no longer needed, or write into an existing one")
+    with pytest.raises(LimitReached) as by_the_store:
+        mount.tree.write(f"{prefix}/capnote.md", b"x")
+    assert str(by_the_store.value) == sentence
+
+    for command in (f"echo 'text I typed' > {agent_dir / 'capnote.md'}",
+                    f"printf 'text I typed' > {agent_dir / 'capnote.md'}",
+                    f"touch {agent_dir / 'capnote.md'}",
+                    f"echo 'print(1)' > {agent_dir / 'scripts' / 'capscript.py'}"):
+        done = sh("bash", "-c", command, ok=False)
+        assert done.returncode != 0 and "Disk quota exceeded" in done.stderr, (command, done)
+    assert "capnote.md" not in os.listdir(agent_dir) and os.listdir(agent_dir / "scripts") == []
+    assert not (agent_dir / "capnote.md").exists()
+    with pytest.raises(NotFound):
+        mount.tree.stat(f"{prefix}/capnote.md")
+    assert f"refused create {prefix}/capnote.md: {sentence} [EDQUOT]" in mount.log()
+
+    # Not a new file: an overwrite, an atomic save over the note, vim's rename-away save.
+    sh("bash", "-c", f"echo 'v2' > {agent_dir / 'kept.md'}")
+    assert mount.tree.read(f"{prefix}/kept.md") == b"v2\n"
+    fd, tmp = tempfile.mkstemp(dir=agent_dir)
+    os.write(fd, b"v3\n")
+    os.fsync(fd)
+    os.close(fd)
+    os.replace(tmp, agent_dir / "kept.md")
+    assert mount.tree.read(f"{prefix}/kept.md") == b"v3\n"
+    sh("vim", "-es", "-u", "NONE", "-c", "set backupcopy=no", "-c", "normal Gov4", "-c", "wq",
+       agent_dir / "kept.md")
+    assert mount.tree.read(f"{prefix}/kept.md") == b"v3\nv4\n"
+    assert (agent_dir / "kept.md").read_text() == "v3\nv4\n"
+    assert sorted(n for n in os.listdir(agent_dir) if n.endswith(".md")) == ["kept.md", "memory.md", "task.md"]
 
 
 def test_mv_within_a_folder_between_levels_and_noreplace(mount: Mount) -> None:

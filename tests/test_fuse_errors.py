@@ -17,8 +17,10 @@ def test_the_messages_people_see() -> None:
         "missing": errors.NotFound("gone"),
         "exists": errors.AlreadyExists("taken"),
         "too large": errors.TooLarge("big"),
+        "at a cap": errors.LimitReached("org/1/agents/4/ already holds 10,000 live files"),
     }.items()}
     assert said == {"embedded": "Device or resource busy", "read only": "Read-only file system",
                     "not a note": "Operation not permitted", "missing": "No such file or directory",
-                    "exists": "File exists", "too large": "File too large"}
+                    "exists": "File exists", "too large": "File too large",
+                    "at a cap": "Disk quota exceeded"}
     assert errno_for(RuntimeError("a bug")) == errno.EIO
