@@ -21,7 +21,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from store.db import Conn, Database
 from store.errors import NotFound
 from store.login_watch import LoginWatch
-from store.throttle import Key, LoginThrottle, PasswordChecks
+from store.throttle import Key, LoginThrottle, PasswordChecks, password_keys
 
 ActorType = Literal["user", "agent", "run", "system"]
 
@@ -181,10 +181,14 @@ class Door:
     logins (store.throttle) before they cost anything.
 
     ``client`` is the caller's network address (REMOTE_ADDR) where the front end knows it. A
-    password login is refused with TooManyAttempts while its account or its address has too many
-    recent failures, before the password is checked; a token login is never refused when the
-    token is right (tokens cannot be guessed, and so a password guesser cannot lock the real user
-    out of their token), and a wrong token counts against its address.
+    password login is refused with TooManyAttempts, before the password is checked, while the
+    account has too many recent failures from this address, or from all addresses together (its
+    ceiling, which an address that logged in to the account with the right password passes), or
+    while the address has too many failures for any account (store.throttle.password_keys). So a
+    guesser elsewhere cannot lock the owner out of their own addresses: neither a login remembered
+    there nor a new one there. A token login is never refused when the token is right (tokens
+    cannot be guessed, and so a password guesser cannot lock the real user out of their token), and
+    a wrong token counts against its address.
 
     With a ``watch``, a login verified once (by query, and argon2 for a password) is remembered
     until PostgreSQL announces a change that could end it (sql/060): a remembered login costs no
@@ -220,9 +224,15 @@ class Door:
         principal = self._remembered.get(self._remembered.key("basic", email.lower(), secret), self._generation())
         if principal is None:
             return None
-        keys = _address_keys(client) if secret.startswith(TOKEN_PREFIX) else [("account", email.lower()),
-                                                                               *_address_keys(client)]
-        return None if self.throttle.would_refuse(keys) else principal
+        if secret.startswith(TOKEN_PREFIX):
+            return None if self.throttle.would_refuse(_address_keys(client)) else principal
+        # Refused only for failures at this address, or for the account's ceiling from an address
+        # that has not logged in to it (the right password a guesser sends is remembered too).
+        keys = password_keys(email, client)
+        if self.throttle.would_refuse(keys):
+            return None
+        self.throttle.succeeded(keys)
+        return principal
 
     def basic(self, email: str, secret: str, *, client: str | None = None) -> Principal | None:
         """Email with a password (every organisation of the user) or with one of that user's
@@ -244,15 +254,17 @@ class Door:
                     return principal
             self.throttle.failed_cheaply(address)
             return None
-        with self.throttle.attempt([("account", email.lower()), *address]) as failed:
-            if (known := self._remembered.get(key, generation)) is not None:
-                return known
-            principal = self._password_login(email, secret)
+        keys = password_keys(email, client)
+        with self.throttle.attempt(keys) as failed:
+            principal = self._remembered.get(key, generation)
             if principal is None:
-                failed()
-            else:
+                principal = self._password_login(email, secret)
+                if principal is None:
+                    failed()
+                    return None
                 self._remembered.put(key, generation, principal)
-            return principal
+        self.throttle.succeeded(keys)   # this address now passes the account's ceiling
+        return principal
 
     def _password_login(self, email: str, password: str) -> Principal | None:
         cached = self._cache.get(email, password)

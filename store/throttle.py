@@ -1,11 +1,26 @@
-"""Failed-login throttling for the door: per account and per client address, in this process.
+"""Failed-login throttling for the door: per account and client address, per account, and per
+client address, in this process.
 
-Each key (an account's email, a client's address) keeps the times of its recent failures in a
-sliding window. A key with ``limit`` failures in the window is refused with ``TooManyAttempts``
-before any password is checked, so a refusal costs a dictionary lookup, not an argon2
-verification (~85 ms of CPU). Once a key has failures, attempts being verified right now count
-too, so parallel guessers cannot all slip past a nearly full window at once (the very first wave
-is bounded by the server's worker threads).
+Each key keeps the times of its recent failures in a sliding window. A key with its limit of
+failures in the window is refused with ``TooManyAttempts`` before any password is checked, so a
+refusal costs a dictionary lookup, not an argon2 verification (~85 ms of CPU). Once a key has
+failures, attempts being verified right now count too, so parallel guessers cannot all slip past a
+nearly full window at once (the very first wave is bounded by the server's worker threads).
+
+A password login has three keys (``password_keys``):
+
+- ("login", account and address): ``ACCOUNT_LIMIT`` (10). The strict limit a guesser meets. It is
+  per address so that failures somewhere else cannot lock the account's owner out: ten wrong
+  passwords sent from one address used to refuse the owner's right password, remembered WebDAV
+  client and web login from every other address for five minutes, again at every repetition.
+- ("account", account): ``ACCOUNT_CEILING`` (50), all addresses together. What bounds a guesser
+  with many addresses: at most 50 guesses per account per window in this process, however many
+  addresses send them (and 5 addresses at least, each refused after 10). While it is full, password
+  logins for the account are refused, except from an address that has logged in to the account
+  with the right password within ``KNOWN_FOR`` (``succeeded``): a guesser cannot make its address
+  known without the password, so the owner's own addresses (their remembered clients, their next
+  login there) stay open, and at a known address only that address's own failures count.
+- ("address", address): ``ADDRESS_LIMIT`` (30), all accounts together, tokens too.
 
 Why in the process and not in PostgreSQL: the throttle exists to keep each gateway's CPU for real
 requests and to slow guessing to a few tries a minute. A table would cost a write per failed login
@@ -15,9 +30,9 @@ gateway forgets its counts, which an attacker cannot trigger.
 
 The throttle is per account and per address, so a flood of guesses for many accounts from many
 addresses passes it; ``PasswordChecks`` bounds what such a flood can cost: at most a few argon2
-verifications at once in the process, and a login that cannot have one within a second is refused
-(TooManyAttempts), so the rest of the process (token logins, remembered logins, every other
-request) is not queued behind it.
+verifications at once in the process, and a login that cannot have one within a second (longer when
+verifications have been taking longer: a loaded machine) is refused (TooManyAttempts), so the rest
+of the process (token logins, remembered logins, every other request) is not queued behind it.
 """
 from __future__ import annotations
 
@@ -34,16 +49,29 @@ from dataclasses import dataclass, field
 
 from store.errors import TooManyAttempts
 
-Key = tuple[str, str]  # (kind, value): ("account", "ada@example.com"), ("address", "10.0.0.7")
+Key = tuple[str, str]  # (kind, value): ("account", "ada@example.com"), ("address", "10.0.0.7"),
+# ("login", "ada@example.com\0" "10.0.0.7"): the account at one address
 
-ACCOUNT_LIMIT = 10      # failed password logins per account per window
+ACCOUNT_LIMIT = 10      # failed password logins per account from one client address per window
+ACCOUNT_CEILING = 50    # failed password logins per account from all addresses together per window
 ADDRESS_LIMIT = 30      # failed logins (passwords or tokens) per client address per window
 WINDOW = 300.0          # seconds
+KNOWN_FOR = 30 * 86400.0  # an address that logged in to an account passes its ceiling this long
 MAX_KEYS = 100_000      # memory bound: ~100 bytes a key plus its failure times
-CHECK_WAIT = 1.0        # seconds a password login may wait for a verification slot
+CHECK_WAIT = 1.0        # seconds a password login may wait for a verification slot (at least)
+MAX_CHECK_WAIT = 10.0   # ... and at most, when verifications have been taking long (a loaded machine)
 BUSY_RETRY_AFTER = 2    # seconds a login refused for want of a slot is told to wait
 BUSY = ("the server is checking too many passwords just now; try again in a few seconds, or log in with"
         " an API token, which needs no password check")
+
+
+def password_keys(email: str, client: str | None) -> list[Key]:
+    """The keys a password login for ``email`` from ``client`` counts against: the account at that
+    address (the strict limit), the account from everywhere (the ceiling) and the address. Without
+    an address (a caller that knows none) the account at "no address" is one key, as before."""
+    account = email.lower()
+    return [("login", f"{account}\0{client or ''}"), ("account", account),
+            *([("address", client)] if client else [])]
 
 
 @dataclass
@@ -53,14 +81,17 @@ class _Count:
 
 
 class LoginThrottle:
-    """Counts failed logins per key and refuses keys that reached their limit."""
+    """Counts failed logins per key and refuses keys that reached their limit. An "account" key
+    is not refused together with a "login" key (the same account at one address) that ``succeeded``
+    within ``known_for``: see the module's docstring."""
 
     def __init__(self, *, account_limit: int = ACCOUNT_LIMIT, address_limit: int = ADDRESS_LIMIT,
-                 window: float = WINDOW, max_keys: int = MAX_KEYS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.limits = {"account": account_limit, "address": address_limit}
-        self.window, self.max_keys, self.clock = window, max_keys, clock
+                 account_ceiling: int = ACCOUNT_CEILING, window: float = WINDOW, known_for: float = KNOWN_FOR,
+                 max_keys: int = MAX_KEYS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = {"login": account_limit, "account": account_ceiling, "address": address_limit}
+        self.window, self.known_for, self.max_keys, self.clock = window, known_for, max_keys, clock
         self._counts: dict[Key, _Count] = {}
+        self._known: dict[str, float] = {}   # "login" value -> until when it passes its account's ceiling
         self._lock = threading.Lock()
 
     @contextmanager
@@ -87,13 +118,28 @@ class LoginThrottle:
 
     def would_refuse(self, keys: Sequence[Key]) -> bool:
         """Whether ``attempt`` would refuse these keys now; reserves and counts nothing (for a
-        login remembered by the door, which must still be refused while its keys are full)."""
+        login remembered by the door, which must still be refused while its keys are full: the
+        right password sent by a guesser finds it remembered too)."""
         with self._lock:
             try:
                 self._refuse_if_full(keys, self.clock(), pending=False)
             except TooManyAttempts:
                 return True
         return False
+
+    def succeeded(self, keys: Sequence[Key]) -> None:
+        """The right password was given for these keys: the address is known to the account (it
+        passes the account's ceiling) for ``known_for`` from now."""
+        logins = [value for kind, value in keys if kind == "login" and not value.endswith("\0")]
+        if not logins:
+            return
+        with self._lock:
+            until = self.clock() + self.known_for
+            for value in logins:
+                self._known.pop(value, None)   # (re-inserted last: the oldest go first when full)
+                if len(self._known) >= self.max_keys:
+                    self._shrink_known()
+                self._known[value] = until
 
     def failed_cheaply(self, keys: Sequence[Key]) -> None:
         """A failure that cost nothing to find (an unknown token): refused with TooManyAttempts if
@@ -105,7 +151,12 @@ class LoginThrottle:
                 self._count(key).failures.append(now)
 
     def _refuse_if_full(self, keys: Sequence[Key], now: float, *, pending: bool) -> None:
+        # An address that logged in to the account is held to its own failures (the "login" key),
+        # not to those of every address together.
+        known = any(kind == "login" and self._known.get(value, 0.0) > now for kind, value in keys)
         for kind, value in keys:
+            if known and kind == "account":
+                continue
             count = self._counts.get((kind, value))
             if count is None:
                 continue
@@ -118,7 +169,10 @@ class LoginThrottle:
                 # The window frees a slot when its oldest failure leaves it.
                 wait = count.failures[0] + self.window - now if count.failures else 1.0
                 retry_after = max(1, math.ceil(wait))
-                if kind == "account":
+                if kind == "login":
+                    message = (f"too many failed logins for this account from this address; try again in"
+                               f" {retry_after} seconds, or log in with an API token instead of the password")
+                elif kind == "account":
                     message = (f"too many failed logins for this account; try again in {retry_after} seconds,"
                                " or log in with an API token instead of the password")
                 else:
@@ -152,6 +206,16 @@ class LoginThrottle:
                 if not self._counts[key].pending:
                     del self._counts[key]
 
+    def _shrink_known(self) -> None:
+        """The same for known addresses: the expired, then the half least recently logged in from
+        (only a right password adds one)."""
+        now = self.clock()
+        for value in [v for v, until in self._known.items() if until <= now]:
+            del self._known[value]
+        if len(self._known) >= self.max_keys:
+            for value in list(self._known)[: len(self._known) // 2]:
+                del self._known[value]
+
 
 def cores() -> int:
     """The number of cores this process may run on."""
@@ -163,7 +227,8 @@ def cores() -> int:
 
 @dataclass
 class _Check:
-    """One verification waiting for a slot, and what the logins of the same password learn from it."""
+    """One verification, running or waiting for a slot, and what the logins of the same password
+    learn from it."""
     done: threading.Event = field(default_factory=threading.Event)
     result: bool = False
     busy: bool = False
@@ -181,71 +246,91 @@ class PasswordChecks:
     addresses (which the per-account and per-address throttle lets through) made a health check
     take 2.6-10 s and added 1 GB.
 
-    A verification that finds every slot taken waits for one, at most ``wait`` seconds, and only
-    ``waiting`` of them wait at once (first come, first served); any other is refused at once with
-    TooManyAttempts (BUSY, with Retry-After). A thread waiting for a slot is a thread the process's
-    other requests do not have: with the excess refused at once, a request queued behind a flood
-    reaches a thread within about one verification's time. The same password against the same
-    stored hash already waiting for a slot (a client opening several connections at once with the
-    right password) waits for that verification's answer instead of for a slot of its own: a right
-    password is let in on it; a wrong one is then verified on its own, as every failed login always
-    was (one verification for each, which the throttle's accounting assumes).
+    A verification that finds every slot taken waits for one, and only ``waiting`` of them wait at
+    once (first come, first served); any other is refused at once with TooManyAttempts (BUSY, with
+    Retry-After). A thread waiting for a slot is a thread the process's other requests do not have:
+    with the excess refused at once, a request queued behind a flood reaches a thread within about
+    one verification's time. It waits at most ``wait`` seconds, or twice as long as verifications
+    have lately been taking when that is longer, up to ``MAX_CHECK_WAIT``: with no more waiting
+    than there are slots, each waiter has its slot when one verification ends, and on a loaded
+    machine where argon2 took 3 s a fixed second refused right passwords only for being slow (the
+    number waiting is what protects the process, not how long they wait).
+
+    The same password against the same stored hash already being verified, running in a slot or
+    waiting for one (a client opening several connections at once with the right password, a
+    browser's and a WebDAV client's first requests), waits for that verification's answer instead
+    of for a slot of its own: a right password is let in on it; a wrong one is then verified on its
+    own, as every failed login always was (one verification for each, which the throttle's
+    accounting assumes). (When only a waiting one could be joined, the logins arriving while the
+    first ran waited a second for a slot and, argon2 taking longer on a loaded machine, were refused.)
 
     Logins that need no verification (API tokens, logins the door remembers or has verified
     recently) never come here."""
 
-    def __init__(self, slots: int | None = None, *, wait: float = CHECK_WAIT, waiting: int | None = None) -> None:
+    def __init__(self, slots: int | None = None, *, wait: float = CHECK_WAIT, waiting: int | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.slots = max(1, slots if slots is not None else cores())
         self.wait = wait
         self.waiting = self.slots if waiting is None else max(0, waiting)
+        self.clock = clock
         self._free = threading.Semaphore(self.slots)
         self._lock = threading.Lock()
         self._waiters = 0
-        self._queued: dict[bytes, _Check] = {}
+        self._queued: dict[bytes, _Check] = {}    # waiting for a slot
+        self._running: dict[bytes, _Check] = {}   # in a slot
+        self._took = 0.0   # how long verifications have lately been taking (the slowest, halved at each)
         self._salt = secrets.token_bytes(16)
 
+    def slot_wait(self) -> float:
+        """How long a verification may wait for a slot now."""
+        return max(self.wait, min(MAX_CHECK_WAIT, 2 * self._took))
+
     def verify(self, stored: str, password: str, check: Callable[[str, str], bool], *, join: bool = True) -> bool:
-        """``check(stored, password)`` in a slot, or the answer of the same verification queued
-        already when that says the password is right; TooManyAttempts when no slot comes within
-        the wait. (``join=False``: not the latter.)"""
-        with self._lock:   # (a free slot goes to those waiting for one first)
-            now = not self._waiters and self._free.acquire(blocking=False)
-        if now:
-            try:
-                return check(stored, password)
-            finally:
-                self._free.release()
+        """``check(stored, password)`` in a slot, or the answer of the same verification running or
+        queued already when that says the password is right; TooManyAttempts when no slot comes
+        within the wait. (``join=False``: not the latter.)"""
         key = hashlib.sha256(self._salt + stored.encode() + b"\0" + password.encode()).digest()
         with self._lock:
-            queued = self._queued.get(key)
-            if join and queued is not None:
-                queued.joined += 1
+            ahead = (self._running.get(key) or self._queued.get(key)) if join else None
+            if ahead is not None:
+                ahead.joined += 1
             else:
-                if self._waiters >= self.waiting:
-                    raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
-                self._waiters += 1
+                # (a free slot goes to those waiting for one first)
+                now = not self._waiters and self._free.acquire(blocking=False)
+                if not now:
+                    if self._waiters >= self.waiting:
+                        raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
+                    self._waiters += 1
                 mine = _Check()
-                if queued is None:   # the same password arriving now may wait for its answer
-                    self._queued[key] = mine
-                queued = None
-        if queued is not None:
-            # That verification ends (an answer or a refusal) within ``wait`` and its own time.
-            if not queued.done.wait(self.wait + 60) or queued.busy:
+                # The same password arriving now may wait for its answer (unless one is there).
+                (self._running if now else self._queued).setdefault(key, mine)
+        if ahead is not None:
+            # That verification ends (an answer or a refusal) within its wait and its own time.
+            if not ahead.done.wait(MAX_CHECK_WAIT + 60) or ahead.busy:
                 raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
-            if queued.result:
+            if ahead.result:
                 return True
             # A wrong password is verified on its own, as every failed login always was.
             return self.verify(stored, password, check, join=False)
         try:
+            if not now:
+                got = False
+                try:
+                    got = self._free.acquire(timeout=self.slot_wait())
+                finally:
+                    with self._lock:
+                        self._waiters -= 1
+                        if got and self._queued.get(key) is mine:
+                            del self._queued[key]
+                            self._running.setdefault(key, mine)
+                if not got:
+                    raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
             try:
-                got = self._free.acquire(timeout=self.wait)
-            finally:
-                with self._lock:
-                    self._waiters -= 1
-            if not got:
-                raise TooManyAttempts(BUSY, BUSY_RETRY_AFTER)
-            try:
+                started = self.clock()
                 mine.result = check(stored, password)
+                took = self.clock() - started
+                with self._lock:
+                    self._took = max(took, self._took / 2)
             finally:
                 self._free.release()
         except BaseException:
@@ -253,7 +338,8 @@ class PasswordChecks:
             raise
         finally:
             with self._lock:
-                if self._queued.get(key) is mine:
-                    del self._queued[key]
+                for table in (self._running, self._queued):
+                    if table.get(key) is mine:
+                        del table[key]
             mine.done.set()
         return mine.result

@@ -19,7 +19,7 @@ import requests
 
 from store import access, admin, login_watch
 from store.errors import NotFound, TooManyAttempts
-from store.throttle import LoginThrottle
+from store.throttle import LoginThrottle, password_keys
 from tests.conftest import REPO, free_port, start_gateway
 
 
@@ -118,7 +118,7 @@ def test_parallel_guessers_cannot_slip_past_the_limit(server, boot, verification
 def test_the_window_slides_and_failures_expire() -> None:
     now = [1000.0]
     throttle = LoginThrottle(account_limit=2, address_limit=10, window=60, clock=lambda: now[0])
-    keys = [("account", "ada@example.com")]
+    keys = password_keys("ada@example.com", "10.0.0.7")   # the strict limit: the account at one address
     for _ in range(2):
         with throttle.attempt(keys) as failed:
             failed()

@@ -1,0 +1,301 @@
+"""Nobody elsewhere can lock the account's owner out, and the machine being slow does not refuse a
+right password.
+
+Wrong passwords are counted per account at each client address (the strict limit), per account
+from all addresses together (a much higher ceiling, which an address that logged in to the account
+passes) and per address (store.throttle). Requests here come from different loopback addresses
+(the client socket bound to 127.0.0.x, which the gateway sees as REMOTE_ADDR).
+
+Logins of the same password at once share one argon2 verification, the one already running
+included (store.throttle.PasswordChecks); the verification is held open on an Event here, so
+nothing depends on timing."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from requests.adapters import HTTPAdapter
+
+from store import access, admin
+from store.errors import TooManyAttempts
+from store import throttle as limits
+from store.throttle import BUSY, LoginThrottle, PasswordChecks
+
+OWNER, ATTACKER = "127.0.0.1", "127.0.0.9"
+
+
+class _FromAddress(HTTPAdapter):
+    def __init__(self, address: str) -> None:
+        self.address = address
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["source_address"] = (self.address, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def session_from(address: str, auth: tuple[str, str] | None = None) -> requests.Session:
+    """A requests session whose connections come from ``address`` (any 127.0.0.x is this host)."""
+    s = requests.Session()
+    s.mount("http://", _FromAddress(address))
+    s.auth = auth
+    return s
+
+
+def web_login(s: requests.Session, url: str, email: str, password: str) -> requests.Response:
+    return s.post(f"{url}/login", data={"email": email, "password": password}, allow_redirects=False, timeout=30)
+
+
+def propfind(s: requests.Session, url: str) -> requests.Response:
+    return s.request("PROPFIND", f"{url}/dav/", headers={"Depth": "0"}, timeout=30)
+
+
+def assert_throttled(r: requests.Response, says: str) -> None:
+    assert r.status_code == 429, (r.status_code, r.text[:300])
+    assert 1 <= int(r.headers["Retry-After"]) <= 300
+    assert says in r.text, r.text[:300]
+
+
+def test_wrong_passwords_from_another_address_do_not_lock_the_owner_out(server, boot) -> None:
+    """The reviewer's case: ten wrong passwords on the web form from 127.0.0.9 made the owner's
+    verified WebDAV and API clients and a right web login at 127.0.0.1 answer 429 for 5 minutes."""
+    url, email, password = server.url, boot["email"], boot["password"]
+    assert server.gateway.login_watch.wait_live()
+    note = f"{url}/dav/org/{boot['org_id']}/guilds/{boot['guild_id']}/mine.md"
+    owner = session_from(OWNER, (email, password))   # the owner's WebDAV / API client, verified once
+    assert owner.put(note, data=b"mine\n", timeout=30).status_code == 201
+    assert propfind(owner, url).status_code == 207
+    browser = session_from(OWNER)
+    assert web_login(browser, url, email, password).status_code == 302
+
+    attacker = session_from(ATTACKER)
+    for _ in range(10):
+        r = web_login(attacker, url, email, "a wrong guess")
+        assert r.status_code == 401, (r.status_code, r.text[:300])
+    # Guessing from there is throttled: the right password too (no answer tells the guesser when
+    # a guess is right), on every front end, remembered by the door or not.
+    assert_throttled(web_login(attacker, url, email, "another guess"), "too many failed logins for this account")
+    assert_throttled(web_login(attacker, url, email, password), "too many failed logins for this account")
+    attacker.auth = (email, password)
+    assert_throttled(attacker.get(f"{url}/api/collections", timeout=30), "too many failed logins")
+    assert_throttled(propfind(attacker, url), "too many failed logins")
+    assert_throttled(attacker.get(note, timeout=30), "too many failed logins")
+
+    # The owner, at their own address, is not refused: the remembered WebDAV client (PROPFIND, the
+    # fast GET), the API with Basic, the web session, and a new web login with the password.
+    assert propfind(owner, url).status_code == 207
+    r = owner.get(note, timeout=30)
+    assert r.status_code == 200 and r.content == b"mine\n"
+    assert owner.get(f"{url}/api/collections", timeout=30).status_code == 200
+    assert browser.get(f"{url}/databases", allow_redirects=False, timeout=30).status_code == 200
+    fresh = session_from(OWNER)
+    assert web_login(fresh, url, email, password).status_code == 302
+    assert fresh.get(f"{url}/databases", allow_redirects=False, timeout=30).status_code == 200
+
+
+def test_guessers_with_many_addresses_meet_the_accounts_ceiling_but_the_owners_address_passes(
+        server, boot) -> None:
+    """Limits made small: 3 failures per account at an address, 6 for the account in all."""
+    server.gateway.door.throttle = LoginThrottle(account_limit=3, account_ceiling=6)
+    url, email, password = server.url, boot["email"], boot["password"]
+    owner = session_from(OWNER, (email, password))
+    assert owner.get(f"{url}/api/collections", timeout=30).status_code == 200   # the owner's address
+
+    for address in ("127.0.0.20", "127.0.0.21"):
+        guesser = session_from(address, (email, "a wrong guess"))
+        assert [guesser.get(f"{url}/api/collections", timeout=30).status_code for _ in range(3)] == [401] * 3
+        assert_throttled(guesser.get(f"{url}/api/collections", timeout=30),
+                         "too many failed logins for this account from this address")
+    # Six failures from two addresses: a third address (the right password or not) is refused too.
+    for address in ("127.0.0.22", "127.0.0.23"):
+        for login in [(email, "a wrong guess"), (email, password)]:
+            r = session_from(address, login).get(f"{url}/api/collections", timeout=30)
+            assert_throttled(r, "too many failed logins for this account;")
+            assert "API token" in r.json()["error"]
+    # The owner's address logged in before: it is held to its own failures only.
+    assert owner.get(f"{url}/api/collections", timeout=30).status_code == 200
+    assert propfind(owner, url).status_code == 207
+    assert web_login(session_from(OWNER), url, email, password).status_code == 302
+    # A token is let in from anywhere.
+    token = session_from("127.0.0.22", (email, boot["member_token"]))
+    assert token.get(f"{url}/api/collections", timeout=30).status_code == 200
+
+
+def test_an_address_known_to_an_account_passes_its_ceiling_for_a_while_only() -> None:
+    password_keys = limits.password_keys
+    now = [1000.0]
+    throttle = LoginThrottle(account_limit=2, account_ceiling=4, address_limit=100, window=60, known_for=30,
+                             clock=lambda: now[0])
+    owner = password_keys("Ada@Example.com", "10.0.0.1")
+    with throttle.attempt(owner):
+        pass
+    throttle.succeeded(owner)   # known to the account until 1030
+    for address in ("10.0.0.7", "10.0.0.8"):
+        for _ in range(2):
+            with throttle.attempt(password_keys("ada@example.com", address)) as failed:
+                failed()
+        with pytest.raises(TooManyAttempts, match="for this account from this address"):
+            with throttle.attempt(password_keys("ada@example.com", address)):
+                pass
+    with pytest.raises(TooManyAttempts, match="too many failed logins for this account;") as ceiling:
+        with throttle.attempt(password_keys("ada@example.com", "10.0.0.9")):
+            pass
+    assert ceiling.value.retry_after == 60
+    assert throttle.would_refuse(password_keys("ada@example.com", "10.0.0.9"))
+    assert not throttle.would_refuse(owner)
+    with throttle.attempt(owner):
+        pass
+    # Another account is not affected.
+    assert not throttle.would_refuse(password_keys("bo@example.com", "10.0.0.9"))
+    # Once it has not logged in for ``known_for``, the owner's address is one of many again.
+    now[0] = 1031
+    assert throttle.would_refuse(owner)
+    now[0] = 1061   # the failures have left the window
+    assert not throttle.would_refuse(password_keys("ada@example.com", "10.0.0.9"))
+    # A caller with no address is never "known".
+    throttle.succeeded(password_keys("ada@example.com", None))
+    assert throttle._known.keys() == {owner[0][1]}
+
+
+# --- the same password at once, on a slow machine ----------------------------------------------
+
+HELD = "a held password"   # a verification of this password waits for the test's release
+
+
+class Held:
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+        self.started = 0
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
+    state = Held()
+    real = access._verify
+
+    def verify(stored: str, password: str) -> bool:
+        if password == HELD:
+            state.started += 1
+            state.entered.release()
+            assert state.release.wait(60), "the test never released the held verification"
+        return real(stored, password)
+    monkeypatch.setattr(access, "_verify", verify)
+    try:
+        yield state
+    finally:
+        state.release.set()
+
+
+def background(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
+    """``fn(*args)`` in a thread; its answer (or the exception it raised) lands in the list."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(fn(*args))
+        except Exception as exc:
+            out.append(exc)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def wait_until(condition: Any, what: str) -> None:
+    done = threading.Event()
+    for _ in range(1000):
+        if condition():
+            return
+        done.wait(0.01)
+    raise AssertionError(f"{what} did not happen within 10 s")
+
+
+def test_logins_with_the_same_password_wait_for_the_verification_already_running(server, boot, held) -> None:
+    """One slot (a 2-core machine with `--workers 2`), and a verification that takes as long as the
+    test wants (argon2 on a loaded machine took 3 s, past the second a login waits for a slot): a
+    client's first requests, at once, with the right password, on every front end, all get in on
+    the one verification."""
+    url = server.url
+    admin.create_user(server.db, email="cy@example.com", password=HELD)
+    admin.add_member(server.db, org_id=boot["org_id"], email="cy@example.com")
+    login = ("cy@example.com", HELD)
+    server.gateway.door.checks = checks = PasswordChecks(1)
+
+    def api() -> int:
+        return requests.get(f"{url}/api/collections", auth=login, timeout=60).status_code
+
+    def dav() -> int:
+        return requests.request("PROPFIND", f"{url}/dav/", auth=login, headers={"Depth": "0"},
+                                timeout=60).status_code
+
+    def web() -> int:
+        return web_login(requests.Session(), url, *login).status_code
+
+    first = background(api)
+    assert held.entered.acquire(timeout=10)   # verifying, in the one slot, until released
+    others = [background(fn) for fn in (api, dav, web)]
+
+    def joined() -> int:
+        return sum(c.joined for c in getattr(checks, "_running", {}).values())
+    # Each of the three either waits for the running verification or has been answered.
+    wait_until(lambda: joined() + sum(1 for t, _ in others if not t.is_alive()) == 3,
+               "the three other logins joined the running verification (or were answered)")
+    held.release.set()
+    for thread, _ in [first, *others]:
+        thread.join(30)
+    assert [out for _, out in [first, *others]] == [[200], [200], [207], [302]]
+    assert held.started == 1   # one verification for the four
+
+
+def test_a_login_waits_for_a_slot_as_long_as_verifications_have_been_taking() -> None:
+    """With no fixed wait at all (``wait=0``), a verification that took long (100 s by the clock
+    given) makes the next login wait for its slot (at most MAX_CHECK_WAIT) instead of being
+    refused: a slow machine is not a flood."""
+    checks = PasswordChecks(1, waiting=1, wait=0)
+    now = [0.0]
+    checks.clock = lambda: now[0]
+
+    def slow(stored: str, password: str) -> bool:
+        now[0] += 100.0
+        return True
+    assert checks.verify("stored", "first", slow)
+
+    entered, release = threading.Event(), threading.Event()
+
+    def holding(stored: str, password: str) -> bool:
+        entered.set()
+        assert release.wait(60)
+        return password == "bo's password"
+    try:
+        holder = background(checks.verify, "ada's hash", "ada's password", holding)
+        assert entered.wait(10)
+        waiter = background(checks.verify, "bo's hash", "bo's password", holding)
+
+        def settled() -> bool:
+            return checks._waiters == 1 or not waiter[0].is_alive()
+        wait_until(settled, "bo's login waiting for the slot")
+    finally:
+        release.set()
+    for thread, _ in (holder, waiter):
+        thread.join(30)
+    assert holder[1] == [False]
+    assert waiter[1] == [True], waiter[1]
+    # The excess is still refused at once: one waiting, one more is refused.
+    release.clear()
+    entered.clear()
+    try:
+        holder = background(checks.verify, "ada's hash", "ada's password", holding)
+        assert entered.wait(10)
+        waiter = background(checks.verify, "bo's hash", "bo's password", holding)
+        wait_until(lambda: checks._waiters == 1, "bo's login waiting for the slot")
+        with pytest.raises(TooManyAttempts) as refused:
+            checks.verify("cy's hash", "cy's password", holding)
+        assert refused.value.message == BUSY and refused.value.retry_after == 2
+    finally:
+        release.set()
+    for thread, _ in (holder, waiter):
+        thread.join(30)
+    assert waiter[1] == [True]
