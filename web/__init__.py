@@ -19,7 +19,7 @@ BLUEPRINTS = ("web.auth", "web.databases", "web.notes", "web.agents", "web.guild
 
 
 def create_app(db: Database, *, door: Door | None = None) -> Flask:
-    from web import errors, security, templating
+    from web import errors, forms, security, templating
 
     app = Flask("hostfinder.web", root_path=__path__[0], static_folder="static", static_url_path="/static",
                 template_folder="templates")
@@ -28,6 +28,7 @@ def create_app(db: Database, *, door: Door | None = None) -> Flask:
     # Templates are read once; static files may be cached briefly (they carry no secrets).
     app.config["SEND_FILE_MAX_AGE_DEFAULT"] = 300
     security.register(app)
+    forms.register(app)  # (after the session's hook: a refused form's page shows who is signed in)
     errors.register(app)
     templating.register(app)
     # Browsers ask for /favicon.ico on pages without an icon link (a download, an error page).

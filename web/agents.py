@@ -25,7 +25,7 @@ from store import state as state_view
 from store.agents import Agent, load_agent
 from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
 from web.errors import status_of
-from web.forms import form_id
+from web.forms import form_id, left_out, left_out_sentence
 from web.notes import (as_stored, as_typed, diff_lines, embed_list, provenance, render_markdown, same_text,
                        size_problems)
 from web.security import db, in_view, login_required, principal
@@ -36,6 +36,9 @@ DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
         "first": "Task saved. It is the task's first version: Revisions lists earlier texts from the next save on.",
         "unchanged": "Nothing changed, so nothing was saved.", "access": "Access saved."}
 
+
+# What an access form that left a field out is told to send.
+MODE_WORKS = "Send mode as read, write, none, or empty to follow the guild's mode."
 
 EMBED_CHOICES = 1000  # paths offered by the task editor's Insert box
 
@@ -106,8 +109,12 @@ def state(agent_id: int) -> ResponseReturnValue:
 def save_access(agent_id: int) -> ResponseReturnValue:
     """The agent's own row on one table: read, write, none, or '' to inherit its guild's mode (the
     same rules as PUT /api/agents/<id>/collection-access)."""
+    if missing := left_out("mode"):
+        # (A mode left out is no wish to remove the agent's own row: a browser always sends the select.)
+        return _page(agent_id, status=400, error=left_out_sentence(missing, MODE_WORKS),
+                     problems=[f"{name}: missing from the form" for name in missing])
     try:
-        body = {"collection_id": form_id("collection_id"), "mode": request.form.get("mode", "") or None}
+        body = {"collection_id": form_id("collection_id"), "mode": request.form["mode"] or None}
         colls.set_agent_access(db(), principal(), agent_id, body)
     except Invalid as exc:
         return _page(agent_id, status=status_of(exc), error=exc.head, problems=exc.problems)
@@ -136,7 +143,13 @@ def save_task(agent_id: int) -> ResponseReturnValue:
     # The task is kept as sent (PUT /api/agents/<id>/task keeps CRLF): the editor's text, which the
     # browser sends with CRLF whatever the task had, is compared as the browser holds it and saved
     # with the stored task's line breaks and byte order mark (web.notes.as_stored).
-    typed = request.form.get("task", "")
+    if missing := left_out("task"):  # (a version left out is _version_field's refusal)
+        # (A form without its text is no wish to empty the task: a browser always sends the
+        # textarea, empty or not. Nothing is saved, and the task is shown as it is.)
+        msg = left_out_sentence(missing, "Send the task's whole text in task (empty to empty it) and, in version, the"
+                                       " version it was edited from; reload the page and save again.")
+        return _page(agent_id, status=400, error=msg, problems=[f"{name}: missing from the form" for name in missing])
+    typed = request.form["task"]
     text = as_typed(typed)
     opened = _version_field()
     stored: str | None = None

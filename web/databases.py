@@ -25,7 +25,7 @@ from store.paths import COLLECTION_NAME, collection_path, record_path
 from store.values import shown
 from web import columns_form, export, live, record_form
 from web.errors import status_of, store_error_page
-from web.forms import form_id
+from web.forms import form_id, left_out, left_out_sentence
 from web.notes import task_links
 from web.provenance import strip as provenance_strip
 from web.security import db, in_view, login_required, principal, session
@@ -550,7 +550,7 @@ def _refused(collection_id: int, record: dict[str, Any] | None, exc: StoreError)
     placed = sum(len(v) for v in by_field.values())
     headline = (f"Not saved: {placed} problem{'' if placed == 1 else 's'} with the values, each shown beside"
                 " its field." if placed else "Not saved.")
-    return _record_page(c, record, record_form.kept_texts(c.columns, request.form), status=status_of(exc),
+    return _record_page(c, record, record_form.kept_texts(c.columns, request.form, record), status=status_of(exc),
                         by_field=by_field, general=general, error=headline, provenance=provenance,
                         clear=_cleared(c.columns))
 
@@ -582,7 +582,17 @@ class _Stale(Exception):
 @bp.post("/databases/<int:collection_id>/records/<int:record_id>")
 @login_required
 def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
-    opened = request.form.get("_version", "")
+    # (Without _version the save cannot tell a stale form: refused, saying so. A column whose input
+    # the form did not send at all is left as it is, record_form.sent: the save is a patch of what
+    # the form sent and changed, as the API's record_update is.)
+    if left_out("_version"):
+        with db().connection() as conn:
+            c = _collection(conn, collection_id)
+            rec = records.get_record(conn, c, record_id)
+        return _record_page(c, rec, record_form.texts_of(c.columns, rec), status=400, error=left_out_sentence(
+            ["_version"], "Send _version, the version of the record the values were edited from (the record page's"
+                          " form carries it), with the fields to change."))
+    opened = request.form["_version"]
     current: dict[str, Any] | None = None
     try:
         with db().transaction() as conn:
@@ -598,7 +608,8 @@ def save_record(collection_id: int, record_id: int) -> ResponseReturnValue:
             typed = record_form.typed_of(c.columns, request.form)
             # A patch of the fields changed from what the form showed (record_update merges it).
             patch = record_form.patch_for_update(c.columns, typed, current, records.misfits(c, current),
-                                                 shown=record_form.originals_of(c.columns, request.form))
+                                                 shown=record_form.originals_of(c.columns, request.form),
+                                                 unsent=record_form.unsent_columns(c.columns, request.form))
             if unsent := record_form.unsent_datetimes(c.columns, request.form):
                 raise record_form.unsent_refusal(c.columns, unsent, patch, patch=True)
             if not patch:
@@ -633,9 +644,10 @@ def _stale_page(collection_id: int, opened: str, current: dict[str, Any]) -> Res
     typed = record_form.typed_of(c.columns, request.form)
     # Only what the person changed from the version they opened: the rest of the form held
     # that version's values, and typing them again would undo the other writer's change. A date
-    # and time that did not arrive (partly filled) is no change.
+    # and time that did not arrive (partly filled) is no change, nor is a column the form did not send.
     base = record_form.originals_of(c.columns, request.form)
-    unsent = record_form.unsent_datetimes(c.columns, request.form)
+    unsent = (record_form.unsent_datetimes(c.columns, request.form).keys()
+              | record_form.unsent_columns(c.columns, request.form))
     mine = [{"name": col["name"], "typed": typed[col["name"]]} for col in c.columns
             if col["name"] not in unsent and (
                 record_form.differs(col, typed[col["name"]], base[col["name"]]) if base is not None
@@ -719,8 +731,10 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
     with db().connection() as conn:
         c = _collection(conn, collection_id)
         before = colls.access_list(conn, c)
-    form = {k: request.form.get(k, "") for k in SETTINGS}
     new_columns, rows = columns_form.parse(request.form)
+    if refusal := _columns_left_out(c, rows):
+        return refusal
+    form = {k: request.form[k] for k in SETTINGS}
     body: dict[str, Any] = {"columns": new_columns}
     if form["name"].strip() != c.name:
         body["name"] = form["name"].strip()
@@ -760,6 +774,47 @@ def save_columns(collection_id: int) -> ResponseReturnValue:
         after = colls.access_list(conn, changed)
     return redirect(url_for("databases.columns", collection_id=collection_id, done="columns", saved=",".join(saved),
                             moved_from=c.guild_id or "org", dropped=_dropped(before, after) or None))
+
+
+_COLUMN_ROW = re.compile(r"col-([0-9]{1,3})-name\Z")
+# The inputs a columns editor's row always sends (its flags are checkboxes: left out when unticked).
+ROW_FIELDS = ("from", "type", "description", "values")
+
+
+def _columns_left_out(c: Any, rows: list[dict[str, Any]]) -> ResponseReturnValue | None:
+    """The refusal (400, nothing saved) of a columns save that left fields out, or None. The
+    editor sends every field it has, empty or not, and one row per column: a field left out
+    (by a script, another client) would have read as emptied (a purpose blanked, a guild's table
+    moved to the organisation, a description or listed values dropped), and a column without a
+    row as removed, with its values. A column added by someone else since the editor loaded has
+    no row either: a stale etag is the store's 412 (both changes shown), so rows are counted
+    only against the columns that etag names."""
+    indexes = sorted(int(m.group(1)) for key in request.form if (m := _COLUMN_ROW.match(key)))
+    row_fields = [name for index in indexes for name in left_out(*(f"col-{index}-{f}" for f in ROW_FIELDS))]
+    missing = left_out(*SETTINGS) + row_fields
+    etag = request.form.get("etag")
+    rowless = ([col["name"] for col in c.columns if col["name"] not in {r["from"] for r in rows}]
+               if not etag or etag.strip() in ("*", colls.collection_etag(c)) else [])
+    if not missing and not rowless:
+        return None
+    said = []
+    if missing:
+        said.append(f"the field{'' if len(missing) == 1 else 's'} {_and(missing)}")
+    if rowless:
+        said.append(f"no row for the column{'' if len(rowless) == 1 else 's'} {_and(rowless)}")
+    error = (f"Nothing was saved: the form did not send {' and '.join(said)}. The columns editor sends the table's"
+             " name, purpose and owner, and one row per column (col-N-name, col-N-from, col-N-type, col-N-description"
+             " and col-N-values, with col-N-remove to remove that column); reload the page and make the change again.")
+    problems = ([f"{name}: missing from the form" for name in missing]
+                + [f'column "{name}": no row was sent for it, which would have removed it and its values'
+                   for name in rowless])
+    stored = _settings_form(c)
+    form = {k: request.form.get(k, stored[k]) for k in SETTINGS}
+    if rowless or row_fields:  # (the rows as stored: rows as sent would be saved with their gaps next time)
+        return _columns_page(c, form=form, rows=columns_form.rows_of(c.columns), etag=colls.collection_etag(c),
+                             status=400, error=error, problems=problems)
+    return _columns_page(c, form=form, rows=columns_form.editor_rows(rows, []),
+                         etag=etag or colls.collection_etag(c), status=400, error=error, problems=problems)
 
 
 def _saved_sentence(c: Any, owner_name: str) -> str | None:
@@ -926,7 +981,13 @@ def access(collection_id: int, *, error: str | None = None, problems: list[str] 
 @bp.post("/databases/<int:collection_id>/access")
 @login_required
 def save_access(collection_id: int) -> ResponseReturnValue:
-    mode = request.form.get("mode", "") or None
+    if left_out("mode"):
+        # (A mode left out is no wish to remove a grant: a browser always sends the select.)
+        works = ("Send mode as read, write, none, or empty to follow the agent's guild." if request.form.get("agent_id")
+                 else "Send mode as read, write, or empty for no access.")
+        return access(collection_id, error=left_out_sentence(["mode"], works), problems=["mode: missing from the form"],
+                      status=400)
+    mode = request.form["mode"] or None
     try:
         if request.form.get("agent_id"):
             agent_id = form_id("agent_id")

@@ -17,7 +17,7 @@ from store import collections as colls
 from store import orgs
 from store.errors import Invalid
 from web.errors import status_of
-from web.forms import form_id
+from web.forms import form_id, left_out, left_out_sentence
 from web.security import db, in_view, login_required, principal
 
 bp = Blueprint("guilds", __name__)
@@ -46,8 +46,12 @@ def state(guild_id: int, *, error: str | None = None, problems: list[str] | None
 @bp.post("/guilds/<int:guild_id>/access")
 @login_required
 def save_access(guild_id: int) -> ResponseReturnValue:
+    if left_out("mode"):
+        # (A mode left out is no wish to remove the grant: a browser always sends the select.)
+        msg = left_out_sentence(["mode"], "Send mode as read, write, or empty for no access.")
+        return state(guild_id, error=msg, problems=["mode: missing from the form"], status=400)
     try:
-        body = {"collection_id": form_id("collection_id"), "mode": request.form.get("mode", "") or None}
+        body = {"collection_id": form_id("collection_id"), "mode": request.form["mode"] or None}
         colls.set_guild_access(db(), principal(), guild_id, body)
     except Invalid as exc:
         return state(guild_id, error=exc.head, problems=exc.problems, status=status_of(exc))

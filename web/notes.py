@@ -32,6 +32,7 @@ from store.errors import (AlreadyExists, Embedded, Invalid, LimitReached, Locked
 from store.host import HostTree
 from store.paths import Target, check_note_key, new_note_problem, nfc, note_path, parse
 from web.errors import status_of
+from web.forms import left_out, left_out_sentence
 from web.provenance import strip as provenance
 from web.security import db, in_view, login_required, principal, session
 
@@ -566,7 +567,16 @@ def save(display_path: str) -> ResponseReturnValue:
     # Browsers send a textarea's lines with CRLF whatever the file had (and show a stored CRLF as
     # LF): the text is compared as the browser holds it, and saved with the note's own line breaks
     # and byte order mark, so the size the cap judges is the size stored.
-    typed = request.form.get("content", "")
+    if missing := left_out("content"):  # (a version left out is _version_field's refusal)
+        # (A form without its text is no wish to empty the note: a browser always sends the
+        # textarea, empty or not. Nothing is saved, and the note is shown as it is.)
+        with db().connection() as conn:
+            row = notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name)
+        msg = left_out_sentence(missing, "Send the note's whole text in content (empty to empty the note) and, in "
+                                       "version, the version it was edited from; reload the note and save again.")
+        return _note_page(target, status=400, editor_text=None if row is not None else "",
+                          error=msg, problems=[f"{name}: missing from the form" for name in missing])
+    typed = request.form["content"]
     text = as_typed(typed)
     opened = _version_field()
     stored: str | None = None

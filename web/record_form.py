@@ -14,13 +14,20 @@ sent by the browser as an empty string, the same as an input emptied on purpose.
 date and time clears a stored value only when its Clear box says so (``_clear.<column>``), and the
 form's script names the inputs it saw partly filled (``_incomplete``): ``unsent_datetimes`` finds
 both, and the save is refused beside those fields instead of storing nothing.
+
+A field missing from the form altogether (a script's or another client's request; a browser sends
+every input, empty or not) is no wish to empty its column: a save leaves that column as it is
+(``sent``, ``unsent_columns``), as the API's record_update leaves the columns a patch does not
+name. The browser's own omissions read as it means them: a list of listed values is checkboxes,
+left out when none is ticked, so a form that carried the list's original showed it and empties it;
+a boolean is a select, always sent; a date and time is cleared by its Clear box.
 """
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +114,27 @@ def cleared(form: MultiDict, name: str) -> bool:
     return bool(form.get(CLEAR + name))
 
 
+def sent(column: Mapping[str, Any], form: MultiDict) -> bool:
+    """Whether the form sent the column's input at all. A browser sends every input, select and
+    textarea, empty or not, so one missing altogether was left out by a script or another client
+    and says nothing about the column: it is no wish to empty it. The exceptions are a browser's
+    own: a list of listed values is checkboxes, none of which is sent when none is ticked, so it
+    counts as sent when the form says it showed the list (its original, ``orig.<column>``, which an
+    existing record's form carries for every column); a date and time whose Clear box is ticked is
+    sent as emptied."""
+    name = column["name"]
+    if name in form:
+        return True
+    if column["type"] == "array" and column.get("values"):
+        return form.get("_originals") == "1" and ORIGINAL + name in form
+    return column["type"] == "datetime" and cleared(form, name)
+
+
+def unsent_columns(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> set[str]:
+    """The columns the form did not send (``sent``): a save leaves them as they are."""
+    return {c["name"] for c in columns if not sent(c, form)}
+
+
 def typed_of(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
     """What was typed, per column, as the inputs hold it; a date and time whose Clear box is
     ticked reads as emptied, whatever its input still holds (the box is the person's word)."""
@@ -161,8 +189,8 @@ def unsent_datetimes(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> d
     out: dict[str, str] = {}
     for c in columns:
         name = c["name"]
-        if c["type"] != "datetime" or cleared(form, name) or form.get(name, "").strip():
-            continue
+        if c["type"] != "datetime" or cleared(form, name) or name not in form or form[name].strip():
+            continue  # (a date and time not sent at all is left as it is: nothing to refuse)
         shown = originals.get(name, "")
         if name in partial:
             out[name] = partly_filled(c, stored=_shows_datetime(shown))
@@ -183,14 +211,20 @@ def unsent_refusal(columns: Sequence[Mapping[str, Any]], unsent: Mapping[str, st
     return rejected("record rejected:", problems)
 
 
-def kept_texts(columns: Sequence[Mapping[str, Any]], form: MultiDict) -> dict[str, Any]:
+def kept_texts(columns: Sequence[Mapping[str, Any]], form: MultiDict,
+               record: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What a refused form shows again: what was typed, except that a date and time which did not
-    arrive shows the value it showed before (the one still stored), not an empty input."""
+    arrive shows the value it showed before (the one still stored), not an empty input, and a
+    column the form did not send shows ``record``'s value (the save left it as it is; shown empty,
+    the next save would empty it)."""
     texts = typed_of(columns, form)
     originals = originals_of(columns, form) or {}
     for name in unsent_datetimes(columns, form):
         if originals.get(name):
             texts[name] = originals[name]
+    stored = texts_of(columns, record)
+    for name in unsent_columns(columns, form):
+        texts[name] = stored[name]
     return texts
 
 
@@ -274,10 +308,11 @@ def changed(column: Mapping[str, Any], typed: Any, value: Any) -> bool:
 
 def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, Any],
                      record: Mapping[str, Any], misfits: Sequence[str] = (),
-                     shown: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     shown: Mapping[str, Any] | None = None, unsent: Collection[str] = ()) -> dict[str, Any]:
     """The columns whose input differs from what the form showed (``shown``, the originals it
     carried; without them, the record as the form would show it); an emptied input sends null,
-    which clears an optional column (and the store refuses it for a required one).
+    which clears an optional column (and the store refuses it for a required one). A column the
+    form did not send (``unsent``, from ``unsent_columns``) is left out: the patch keeps it.
     A column whose stored value no longer fits it (``misfits``, the store's lines) and whose input
     was left as shown is sent only when what it shows now fits (true shown as the text "true"):
     saving stores what the form showed. What does not fit stays stored as it is, as the spec keeps
@@ -287,6 +322,8 @@ def patch_for_update(columns: Sequence[Mapping[str, Any]], typed: Mapping[str, A
     patch: dict[str, Any] = {}
     for column, c in zip(stored_columns(list(columns)), columns):
         name = c["name"]
+        if name in unsent:
+            continue
         value = value_of(c, typed.get(name, ""))
         if differs(c, typed.get(name, ""), base.get(name, "")) or (
                 name in refit and value is not None and check_value(column, value)[1] is None):
