@@ -12,9 +12,14 @@ the file_changes row and the NOTIFY (store.provenance.record_change) in that tra
         created_by, updated_by. One query.
     list_notes(conn, org_id, level, owner_id) -> list[dict]
         one owner's live notes in key order, without content; ``size`` is octet_length(content).
-    list_org_notes(conn, org_id) -> list[dict]
-        every live note of the organisation, every level and owner, in one query (the notes
-        browser's scopes side by side): as list_notes, plus guild_id and agent_id.
+    count_notes(conn, org_id, level, owner_id, *, find="") -> int
+        how many live notes one owner has (whose key holds ``find``, any case).
+    page_notes(conn, org_id, level, owner_id, *, find="", order="name", limit, offset=0, total=None)
+        one page of them (as list_notes), by key or by last change, newest first.
+    first_notes(conn, org_id, *, guild_ids, agent_ids, limit, find="", in_path=False) -> list[dict]
+        for the organisation and each of the guilds and agents named, in one query: its count of
+        live notes (matching ``find``) and its first ``limit`` of them by key (the notes browser's
+        overview, the task editor's Insert box).
     write_note(conn, org_id, level, owner_id, key, content, actor, *, if_version=None,
                create_only=False) -> dict
         create (version 1) or update (version + 1). Checks the key (one .md name, no '/'), the
@@ -34,13 +39,15 @@ relocation, the 256 KB cap) is store.storage's.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from store import embeds, note_search
 from store.access import Actor
 from store.agents import Agent, AgentCall
-from store.db import Conn, Database
+from store.db import Conn, Database, compact
 from store.errors import AlreadyExists, Embedded, Forbidden, Invalid, LimitReached, NotFound, rejected
 from store.paths import (LEVELS, RESERVED_AGENT_KEYS, Level, Target, check_note_key, key_problem, nfc, note_path,
                          new_note_problem, parse, refuse_name)
@@ -98,13 +105,105 @@ def list_notes(conn: Conn, org_id: int, level: str, owner_id: int | None) -> lis
              ORDER BY key""", {"org_id": org_id, "guild_id": guild_id, "agent_id": agent_id}).fetchall()
 
 
-def list_org_notes(conn: Conn, org_id: int) -> list[dict]:
-    """Every live note of the organisation (all levels and owners), without content, ordered by
-    level, owner and key; one query on the live-owner index."""
+# The notes browser's orders. By name: the owner's range of artifacts_live_owner holds its keys
+# in order, so a page reads its rows and no others; the index's columns are named before key (an
+# owner's guild_id or agent_id IS NULL is no equality, and with key alone PostgreSQL sorted the
+# owner's every note). By last change, newest first: no index has it, so a top-N sort of the
+# owner's notes (at most OWNER_CAP).
+NOTE_ORDERS = {"name": "level, guild_id, agent_id, kind, key", "changed": "updated_at DESC, key"}
+# The same orders backwards: a page in the list's second half is read from its end (the index
+# backwards, a top-N sort of fewer rows), so the last page costs what the first does.
+_BACKWARDS = {"name": "level DESC, guild_id DESC, agent_id DESC, kind DESC, key DESC",
+              "changed": "updated_at, key DESC"}
+
+
+def _find_sql(find: bool, column: str = "key") -> str:
+    """The condition a find (%(find)s) adds: ``column`` holds its text, apart from case (strpos, so
+    % and _ are plain characters). The key is in the live-owner index: a count reads no table row."""
+    return f" AND strpos(lower({column}), lower(%(find)s)) > 0" if find else ""
+
+
+def count_notes(conn: Conn, org_id: int, level: str, owner_id: int | None, *, find: str = "") -> int:
+    """How many live notes one owner has, or how many of them have ``find`` in their key (any case);
+    an index-only count on artifacts_live_owner."""
+    guild_id, agent_id = owner_columns(level, owner_id)
     return conn.execute(
-        f"""SELECT {NOTE_COLUMNS}, guild_id, agent_id, octet_length(content) AS size FROM artifacts
-             WHERE org_id = %s AND kind = 'note' AND deleted_at IS NULL
-             ORDER BY level, guild_id, agent_id, key""", (org_id,)).fetchall()
+        f"""SELECT count(*) AS n FROM artifacts
+             WHERE org_id = %(org_id)s AND {owner_where(level)} AND kind = 'note' AND deleted_at IS NULL"""
+        + _find_sql(bool(find)), {"org_id": org_id, "guild_id": guild_id, "agent_id": agent_id,
+                            "find": nfc(find)}).fetchone()["n"]
+
+
+def page_notes(conn: Conn, org_id: int, level: str, owner_id: int | None, *, find: str = "",
+               order: str = "name", limit: int, offset: int = 0, total: int | None = None) -> list[dict]:
+    """One page of an owner's live notes (as list_notes), those with ``find`` in their key (any
+    case) only when it is given: by key (``order`` name) or by last change, newest first
+    (changed). ``total``, the count of the notes listed (count_notes), lets a page nearer the
+    end be read from the end."""
+    guild_id, agent_id = owner_columns(level, owner_id)
+    sql = (f"""SELECT {NOTE_COLUMNS}, octet_length(content) AS size FROM artifacts
+                WHERE org_id = %(org_id)s AND {owner_where(level)} AND kind = 'note' AND deleted_at IS NULL"""
+           + _find_sql(bool(find)) + " ORDER BY {} LIMIT %(limit)s OFFSET %(offset)s")
+    params = {"org_id": org_id, "guild_id": guild_id, "agent_id": agent_id, "find": nfc(find),
+              "limit": limit, "offset": offset}
+    if total is None or 2 * offset + limit <= total:
+        return conn.execute(sql.format(NOTE_ORDERS[order]), params).fetchall()
+    end = min(total, offset + limit)
+    if end <= offset:
+        return []
+    rows = conn.execute(sql.format(_BACKWARDS[order]), {**params, "limit": end - offset,
+                                                         "offset": total - end}).fetchall()
+    return rows[::-1]
+
+
+# Each level's owners, and the condition naming one of them in artifacts_live_owner's terms.
+_OWNERS = {"org": ("NULL::bigint", "(VALUES (1)) AS o(one)", "a.guild_id IS NULL AND a.agent_id IS NULL"),
+           "guild": ("o.id", "unnest(%(guild_ids)s::bigint[]) AS o(id)", "a.guild_id = o.id AND a.agent_id IS NULL"),
+           "agent": ("o.id", "unnest(%(agent_ids)s::bigint[]) AS o(id)", "a.guild_id IS NULL AND a.agent_id = o.id")}
+_NOTE_COLUMNS_A = ", ".join("a." + col.strip() for col in NOTE_COLUMNS.split(","))
+
+
+@functools.cache
+def _first_notes_sql(find: bool, in_path: bool) -> str:
+    """first_notes' statement: for each owner a count and its first notes by key, each a LATERAL
+    subquery on that owner's range of artifacts_live_owner. (One owner per level is named by
+    equality on every column of the index's prefix: NULLs are spelled out per level, not compared.)"""
+    match = _find_sql(find, "a.display_path" if in_path else "a.key")
+    parts = []
+    for level, (owner, owners, columns) in _OWNERS.items():
+        where = (f"a.org_id = %(org_id)s AND a.level = '{level}' AND {columns} AND a.kind = 'note'"
+                 f" AND a.deleted_at IS NULL{match}")
+        parts.append(f"""
+            SELECT '{level}' AS owner_level, {owner} AS owner_id, c.n AS owner_count, p.*
+              FROM {owners}
+             CROSS JOIN LATERAL (SELECT count(*) AS n FROM artifacts a WHERE {where}) c
+              LEFT JOIN LATERAL (SELECT {_NOTE_COLUMNS_A}, octet_length(a.content) AS size
+                                   FROM artifacts a WHERE {where}
+                                  ORDER BY a.guild_id, a.agent_id, a.key LIMIT %(limit)s) p ON true""")
+    # (UNION ALL promises no order: the few rows it returns are put in key order again.)
+    return compact(" UNION ALL ".join(parts) + " ORDER BY key")
+
+
+def first_notes(conn: Conn, org_id: int, *, guild_ids: Sequence[int], agent_ids: Sequence[int], limit: int,
+                find: str = "", in_path: bool = False) -> list[dict]:
+    """The organisation's, each guild's and each agent's live notes, in one query that reads only
+    what it returns: per owner {level, owner_id, count, notes}, ``count`` its live notes and
+    ``notes`` the first ``limit`` of them by key (as list_notes). With ``find``, only notes whose
+    key (``in_path``: display path) holds it, apart from case. In the order org, ``guild_ids``,
+    ``agent_ids``."""
+    rows = conn.execute(_first_notes_sql(bool(find), in_path),
+                        {"org_id": org_id, "guild_ids": list(guild_ids), "agent_ids": list(agent_ids),
+                         "limit": limit, "find": nfc(find)}).fetchall()
+    out: dict[tuple[str, int | None], dict[str, Any]] = {
+        ("org", None): {"level": "org", "owner_id": None, "count": 0, "notes": []},
+        **{("guild", g): {"level": "guild", "owner_id": g, "count": 0, "notes": []} for g in guild_ids},
+        **{("agent", a): {"level": "agent", "owner_id": a, "count": 0, "notes": []} for a in agent_ids}}
+    for r in rows:
+        owner = out[(r.pop("owner_level"), r.pop("owner_id"))]
+        owner["count"] = r.pop("owner_count")
+        if r["id"] is not None:
+            owner["notes"].append(r)
+    return list(out.values())
 
 
 def write_note(conn: Conn, org_id: int, level: str, owner_id: int | None, key: str, content: str,

@@ -327,7 +327,7 @@ def test_a_refused_access_change_says_why_on_the_state_page(boot, server, db) ->
     r = s.post(f"{server.url}/guilds/{boot['guild_id']}/access",
                data={"csrf_token": token, "collection_id": str(theirs["id"]), "mode": "read"})
     assert r.status_code == 422 and "takes no guild grant" in r.text
-    r = s.post(f"{server.url}/guilds/{boot['guild_id']}/access", data={"csrf_token": token, "collection_id": "x"})
+    r = s.post(f"{server.url}/guilds/{boot['guild_id']}/access", data={"csrf_token": token, "collection_id": "x", "mode": "read"})
     assert r.status_code == 422 and "collection_id must be a whole number" in r.text
     other = admin.bootstrap(db, org_name="Other", email="o@example.com", password="correct horse battery")
     assert s.get(f"{server.url}/guilds/{other['guild_id']}").status_code == 404

@@ -7,6 +7,7 @@
     /agents/<id>/memory/history/<name>        one archived memory version, diffed against the current
     /agents/<id>/scripts/<name>               one script (read), with its provenance strip
     /agents/<id>/access                       POST: the agent's own row on one table (its Databases tab)
+    /agents/<id>/embeds?q=                    the task editor's Insert box: notes and tables to embed, JSON
 
 All store calls: store.state.get_state (the same projection as GET /api/agents/<id>/state),
 store.tasks for the editor and revisions, store.memory, store.scripts and store.grants. An agent of
@@ -16,14 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, redirect, render_template, request, url_for
+from flask import Blueprint, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from store import collections as colls
 from store import embeds, grants, memory, notes, orgs, scripts, tasks
 from store import state as state_view
 from store.agents import Agent, load_agent
-from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
+from store.errors import Invalid, Locked, NotFound, PreconditionFailed, StoreError, TooLarge
+from store.paths import nfc, parse
 from web.errors import status_of
 from web.forms import form_id, left_out, left_out_sentence
 from web.notes import (as_stored, as_typed, diff_lines, embed_list, provenance, render_markdown, same_text,
@@ -40,15 +42,43 @@ DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
 # What an access form that left a field out is told to send.
 MODE_WORKS = "Send mode as read, write, none, or empty to follow the guild's mode."
 
-EMBED_CHOICES = 1000  # paths offered by the task editor's Insert box
+# Paths the task editor's Insert box offers at once: on the page, and in each answer of its
+# find (GET /agents/<id>/embeds?q=), which the box asks as the person types. A task may embed any
+# of the agent's own notes, its guild's, the organisation's and its tables (10 000 notes each):
+# what the box offers is found, not listed whole.
+EMBED_CHOICES = 50
 
 
-def embed_choices(conn: Any, agent: Agent, reach: list[tuple[Any, str]]) -> list[str]:
-    """What the task editor offers to embed: the agent's, its guild's and the organisation's notes,
-    then the tables it reaches (the spec's Insert note and Insert table)."""
-    paths = [n["display_path"] for level, owner in (("agent", agent.id), ("guild", agent.guild_id), ("org", None))
-             for n in notes.list_notes(conn, agent.org_id, level, owner)]
-    return paths + [c.display_path for c, _mode in reach]
+def embed_choices(conn: Any, agent: Agent, reach: list[tuple[Any, str]], find: str = "",
+                  limit: int = EMBED_CHOICES) -> tuple[list[str], bool]:
+    """What the task editor offers to embed (the spec's Insert table and Insert note), those whose
+    display path holds ``find`` (any case) when it is given: the tables the agent reaches, then the
+    organisation's notes, its guild's and its own, each by name; at most ``limit`` of them, and
+    whether there are more. One query for the notes, reading at most ``limit`` of each scope."""
+    folded = find.casefold()
+    tables = [c.display_path for c, _mode in reach if folded in c.display_path.casefold()]
+    owners = notes.first_notes(conn, agent.org_id, guild_ids=[agent.guild_id], agent_ids=[agent.id],
+                               limit=limit, find=find, in_path=True)
+    paths, total = list(tables), len(tables)
+    for owner in owners:  # the organisation, the guild, the agent: first_notes's order
+        paths += [n["display_path"] for n in owner["notes"]]
+        total += owner["count"]
+    return paths[:limit], total > limit
+
+
+def embeddable(conn: Any, agent: Agent, reach: list[tuple[Any, str]], path: str) -> bool:
+    """Whether ``path`` (as typed) names a table the agent reaches or a live note of its own, its
+    guild's or the organisation's: what the Insert box takes when the person typed it whole."""
+    if path in {c.display_path for c, _mode in reach}:
+        return True
+    try:
+        target = parse(path)
+    except StoreError:
+        return False
+    if target.family != "note" or target.org_id != agent.org_id or (target.level, target.owner_id) not in (
+            ("org", None), ("guild", agent.guild_id), ("agent", agent.id)):
+        return False
+    return notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name) is not None
 
 
 def _done(key: str, revisions: list[dict[str, Any]]) -> str | None:
@@ -77,7 +107,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
         embed_problems = embeds.task_embed_problems(conn, agent, st["task"]["raw"])
-        choices = embed_choices(conn, agent, reach)
+        choices, more_choices = embed_choices(conn, agent, reach)
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
                       if g["id"] == agent.guild_id), None)
     task = st["task"]
@@ -89,7 +119,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         scripts=script_rows, collections=reach, access=access, task_strip=task_strip, memory_strip=memory_strip,
         editor_text=task["raw"] if editor_text is None else editor_text, unsaved=editor_text is not None,
         editor_version=task["version"] if editor_version is None else editor_version,
-        embed_choices=choices[:EMBED_CHOICES], embed_choices_cut=len(choices) > EMBED_CHOICES,
+        embed_choices=choices, embed_choices_cut=more_choices,
         task_page_url=lambda before: url_for("agents.state", agent_id=agent.id, hbefore=before),
         memory_page_url=lambda before: url_for("agents.state", agent_id=agent.id, mbefore=before),
         # Access saved is said in the Databases section the redirect opens (#collections): at the
@@ -102,6 +132,22 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
 @login_required
 def state(agent_id: int) -> ResponseReturnValue:
     return _page(agent_id)
+
+
+@bp.get("/agents/<int:agent_id>/embeds")
+@login_required
+def find_embeds(agent_id: int) -> ResponseReturnValue:
+    """The Insert box's find, as JSON: {q, paths, more, exact}. ``paths``: at most EMBED_CHOICES
+    notes and tables the task may embed whose display path holds q (any case), in embed_choices'
+    order; ``more``: there are others (typing more narrows them); ``exact``: q itself is one of
+    them, whether listed or not, so the box inserts a path typed whole."""
+    find = nfc(request.args.get("q", "").strip())[:300]
+    with db().connection() as conn:
+        agent = _agent(conn, agent_id)
+        reach = grants.granted_collections(conn, agent)
+        paths, more = embed_choices(conn, agent, reach, find)
+        exact = bool(find) and (find in paths or embeddable(conn, agent, reach, find))
+    return jsonify({"q": find, "paths": paths, "more": more, "exact": exact})
 
 
 @bp.post("/agents/<int:agent_id>/access")

@@ -38,7 +38,14 @@ from web.security import db, in_view, login_required, principal, session
 
 bp = Blueprint("notes", __name__)
 
-SCOPE_PREVIEW = 100               # notes listed per scope on the overview; the scope's own page lists all
+SCOPE_PREVIEW = 100               # notes listed per scope on the overview
+# Notes a page of one scope's list: the overview's preview, so the first page is the list the
+# overview showed and its "all N notes" link goes on from there. About 55 KB of HTML and 1 100
+# elements, 5 000 px on a desktop and 10 000 on a phone; a guild at the 10 000-note cap is 100
+# pages, which the find box, not paging, is for.
+PAGE_SIZE = SCOPE_PREVIEW
+MAX_PAGE = 10**6
+SORTS = {"name": "name", "changed": "last change, newest first"}  # ?sort= of one scope's list
 NEW_WITHIN = timedelta(days=1)    # a note created this recently is marked new
 REMOVED_WITHIN = timedelta(days=7)  # a note deleted or moved away this recently is listed as deleted
 DONE = {"saved": "Saved.", "created": "Note created.", "renamed": "Renamed.", "deleted": "Note deleted.",
@@ -245,13 +252,8 @@ def parse_scope(raw: str, directory: dict[str, list[dict[str, Any]]]) -> tuple[s
     raise Invalid(msg, [f"scope: {msg}"])
 
 
-def scopes(conn: Any, org_id: int) -> list[dict[str, Any]]:
-    """The organisation's scopes in order (organisation, guilds, agents), each with its live notes
-    and its recently removed ones. A fixed number of queries, whatever the number of notes."""
-    p = principal()
-    directory = orgs.directory(conn, p, org_id)
-    live = notes.list_org_notes(conn, org_id)
-    removed = files.removed_notes(conn, p.org_ids, org_id, since=datetime.now(timezone.utc) - REMOVED_WITHIN)
+def _scope_list(org_id: int, directory: dict[str, Any]) -> list[dict[str, Any]]:
+    """The organisation's scopes in order (organisation, guilds, agents), without their notes."""
     guild_names = {g["id"]: g["name"] for g in directory["guilds"]}
     out = [{"key": "org", "level": "org", "owner_id": None, "title": "Organisation", "agent_id": None,
             "prefix": f"org/{org_id}/", "subtitle": "shared with every agent that reads organisation notes"}]
@@ -262,20 +264,104 @@ def scopes(conn: Any, org_id: int) -> list[dict[str, Any]]:
         out.append({"key": f"agent-{a['id']}", "level": "agent", "owner_id": a["id"], "title": a["name"],
                     "agent_id": a["id"], "prefix": f"org/{org_id}/agents/{a['id']}/",
                     "subtitle": f"agent of {guild_names.get(a['guild_id'], 'guild ' + str(a['guild_id']))}"})
-    by_key = {s["key"]: s for s in out}
     for s in out:
-        s["notes"], s["removed"] = [], []
+        s["notes"], s["removed"], s["count"] = [], [], 0
+    return out
+
+
+def _marked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Live notes, each marked new when created within NEW_WITHIN."""
     now = datetime.now(timezone.utc)
-    for n in live:
-        owner = n["guild_id"] if n["level"] == "guild" else n["agent_id"] if n["level"] == "agent" else None
-        scope = by_key.get(_scope_key(n["level"], owner))
-        if scope is not None:
-            scope["notes"].append({**n, "new": now - n["created_at"] < NEW_WITHIN})
+    return [{**n, "new": now - n["created_at"] < NEW_WITHIN} for n in rows]
+
+
+def _removed(conn: Any, org_id: int) -> list[dict[str, Any]]:
+    """The organisation's notes deleted or moved away within REMOVED_WITHIN (a bounded query)."""
+    return files.removed_notes(conn, principal().org_ids, org_id,
+                               since=datetime.now(timezone.utc) - REMOVED_WITHIN)
+
+
+def _place_removed(all_scopes: list[dict[str, Any]], removed: list[dict[str, Any]]) -> None:
+    by_key = {s["key"]: s for s in all_scopes}
     for r in removed:
         scope = by_key.get(_scope_key(r["level"], r["owner_id"]))
         if scope is not None:
             scope["removed"].append(r)
+
+
+def scopes(conn: Any, org_id: int) -> list[dict[str, Any]]:
+    """The overview: the organisation's scopes in order, each with its count of live notes, its
+    first SCOPE_PREVIEW of them by name and its recently removed ones. Three queries whatever the
+    number of notes, scopes or agents, each reading only what the page shows."""
+    directory = orgs.directory(conn, principal(), org_id)
+    out = _scope_list(org_id, directory)
+    by_key = {s["key"]: s for s in out}
+    for owner in notes.first_notes(conn, org_id, guild_ids=[g["id"] for g in directory["guilds"]],
+                                   agent_ids=[a["id"] for a in directory["agents"]], limit=SCOPE_PREVIEW):
+        scope = by_key[_scope_key(owner["level"], owner["owner_id"])]
+        scope["notes"], scope["count"] = _marked(owner["notes"]), owner["count"]
+    _place_removed(out, _removed(conn, org_id))
     return out
+
+
+def _page_arg() -> tuple[int, str | None]:
+    """(the page the URL asks for, 1 without one; the problem when ``page`` is no page number)."""
+    raw = request.args.get("page", "").strip()
+    if raw == "":
+        return 1, None
+    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_PAGE)) and 1 <= int(raw) <= MAX_PAGE:
+        return int(raw), None
+    return 1, f"page: expected a whole number from 1 to {MAX_PAGE}; got {raw[:40]!r}"
+
+
+def _list_url(**changes: Any) -> str:
+    """This list's URL with some parameters changed (None drops one; an empty find and the
+    default sort are left out, so the first page of a plain list is /notes?scope=...)."""
+    args = {k: request.args.get(k, "").strip() for k in ("scope", "q", "sort", "page")}
+    args.update(changes)
+    return url_for("notes.index", **{k: v for k, v in args.items()
+                                     if v not in (None, "") and not (k == "sort" and v == "name")})
+
+
+def _one_scope(org_id: int, key: str) -> ResponseReturnValue:
+    """One scope's list: a page of PAGE_SIZE notes, found by name (?q=, any case, anywhere in the
+    name) and sorted by name or last change (?sort=changed), with its notes removed lately above
+    it. Bounded queries: the count and one page on the owner's range of artifacts_live_owner."""
+    find = nfc(request.args.get("q", "").strip())
+    sort = request.args.get("sort", "").strip() or "name"
+    page, page_problem = _page_arg()
+    problems = [page_problem] if page_problem else []
+    if sort not in SORTS:
+        problems.append(f"sort: expected name or changed; got {sort[:40]!r}")
+        sort = "name"
+    with db().connection() as conn:
+        directory = orgs.directory(conn, principal(), org_id)
+        scope = next((s for s in _scope_list(org_id, directory) if s["key"] == key), None)
+        if scope is None:
+            raise NotFound(f"unknown scope {key}: choose the organisation, one of its guilds or one of its agents")
+        level, owner = scope["level"], scope["owner_id"]
+        scope["count"] = notes.count_notes(conn, org_id, level, owner)
+        matched = notes.count_notes(conn, org_id, level, owner, find=find) if find else scope["count"]
+        pages = max(1, -(-matched // PAGE_SIZE))
+        if not problems and page <= pages:
+            scope["notes"] = _marked(notes.page_notes(conn, org_id, level, owner, find=find, order=sort,
+                                                      limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE,
+                                                      total=matched))
+        removed = _removed(conn, org_id)
+    _place_removed([scope], removed)
+    folded = find.casefold()
+    scope["removed"] = [r for r in scope["removed"] if folded in r["key"].casefold()]
+    error = None
+    if problems:
+        # Not the first page in its place: the person would take it for the one they asked for.
+        error = ("This address asks for a page or an order this list does not have: pages are numbered 1, 2, 3 "
+                 "and so on, and a list is sorted by name or by last change (sort=changed).")
+    html = render_template(
+        "notes/index.html", nav="notes", scopes=[scope], single=True, total=scope["count"],
+        done=_deleted_done([scope]), error=error, problems=problems, find=find, sort=sort, sorts=SORTS,
+        page=page, pages=pages, matched=matched, page_size=PAGE_SIZE, list_url=_list_url,
+        past_the_end=not problems and matched > 0 and page > pages)
+    return html, 400 if problems else 200
 
 
 @bp.get("/notes")
@@ -283,13 +369,12 @@ def scopes(conn: Any, org_id: int) -> list[dict[str, Any]]:
 def index() -> ResponseReturnValue:
     org_id = session().org_id
     only = request.args.get("scope", "").strip()
+    if only:
+        return _one_scope(org_id, only)
     with db().connection() as conn:
         all_scopes = scopes(conn, org_id)
-    shown = [s for s in all_scopes if s["key"] == only] if only else all_scopes
-    if only and not shown:
-        raise NotFound(f"unknown scope {only}: choose the organisation, one of its guilds or one of its agents")
-    return render_template("notes/index.html", nav="notes", scopes=shown, single=bool(only),
-                           preview=None if only else SCOPE_PREVIEW, total=sum(len(s["notes"]) for s in shown),
+    return render_template("notes/index.html", nav="notes", scopes=all_scopes, single=False,
+                           total=sum(s["count"] for s in all_scopes),
                            done=_deleted_done(all_scopes))
 
 
