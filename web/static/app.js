@@ -73,7 +73,32 @@
   // --- the table page: reload the grid in place (live refresh, search as you type) ---------------
   const grid = document.getElementById("grid");
   const status = document.getElementById("live-status");
-  let loading = null;
+  let loading = null;   // the AbortController of the grid fetch in flight, if one is
+  // Live refresh is coalesced: at most one grid fetch in flight, and a change refreshes at most
+  // once every REFRESH_GAP ms. A change arriving meanwhile only marks the grid stale, and one fetch
+  // follows when the current one ends or the gap has passed: an agent writing 20 times a second
+  // costs each open page about one render a second, not twenty (aborting a fetch does not stop
+  // the server's work). A hidden tab refreshes once it is shown again.
+  const REFRESH_GAP = 1000;
+  let stale = false;    // a change came that no fetch started since has taken in
+  let started = 0;      // when the last grid fetch started (Date.now())
+  let due = null;       // the timer of the fetch that follows
+  const schedule = () => {
+    if (!stale || loading || due || document.hidden) return;
+    due = window.setTimeout(() => { due = null; if (stale && !loading) reloadGrid(); },
+                            Math.max(0, started + REFRESH_GAP - Date.now()));
+  };
+  const refreshSoon = () => { stale = true; schedule(); };
+  document.addEventListener("visibilitychange", schedule);
+  // The grid's scrolling boxes (the table's card on a desktop, the table itself on a phone),
+  // by their place in the grid, with how far each is scrolled: the new markup is scrolled the same.
+  const scrollers = () => Array.from(grid.querySelectorAll(".scroll, .scroll table"));
+  const scrollOf = () => scrollers().map((el) => [el.scrollLeft, el.scrollTop]);
+  const rescroll = (kept) => scrollers().forEach((el, i) => {
+    if (!kept[i]) return;
+    if (kept[i][0]) el.scrollLeft = kept[i][0];
+    if (kept[i][1]) el.scrollTop = kept[i][1];
+  });
 
   // What the keyboard focus is on inside the grid, to find its match in the grid's new markup:
   // the same link (its address), a pager link (rel, or its place in the bottom pager), a sort
@@ -108,10 +133,13 @@
   async function reloadGrid(url, { say = false } = {}) {
     if (!grid) return;
     sayNext = sayNext || say;
-    if (loading) loading.abort();
-    loading = new AbortController();
+    if (loading) loading.abort();   // (a search typed or Refresh: the newer view wins)
+    const mine = loading = new AbortController();
+    if (due) { window.clearTimeout(due); due = null; }
+    stale = false;
+    started = Date.now();
     try {
-      const resp = await fetch(url || window.location.href, { credentials: "same-origin", signal: loading.signal,
+      const resp = await fetch(url || window.location.href, { credentials: "same-origin", signal: mine.signal,
                                                               headers: { "Accept": "text/html" } });
       const html = await resp.text();
       const doc = new DOMParser().parseFromString(html, "text/html");
@@ -121,7 +149,9 @@
         // the same thing in the new markup (or the summary), where the person left it.
         const had = document.activeElement;
         const key = had && had !== grid && grid.contains(had) ? focusKey(had) : null;
+        const scrolled = scrollOf();
         grid.innerHTML = fresh.innerHTML;
+        rescroll(scrolled);
         if (key) refocus(key);
         if (doc.title) document.title = doc.title;
         const summary = document.getElementById("summary");
@@ -132,6 +162,10 @@
       const freshNew = doc.getElementById("new-record");
       const newRecord = document.getElementById("new-record");
       if (freshNew && newRecord) newRecord.href = freshNew.getAttribute("href");
+      // What Export takes (the whole table, with its count) is said beside its links: kept true.
+      const freshExport = doc.getElementById("export-what");
+      const exportWhat = document.getElementById("export-what");
+      if (freshExport && exportWhat) exportWhat.textContent = freshExport.textContent;
       // (Not a live region: the clock changing on every refresh is not news to be read out.)
       if (status) status.textContent = "Live · updated " + utcClock(new Date(), 19);
     } catch (err) {
@@ -139,6 +173,9 @@
         status.textContent = "Could not refresh; use Refresh";
         announce(status.textContent);
       }
+    } finally {
+      // (an aborted fetch's end is not the end of the one that replaced it)
+      if (loading === mine) { loading = null; schedule(); }
     }
   }
 
@@ -155,17 +192,17 @@
       source.addEventListener("ready", () => {
         if (polling) { window.clearInterval(polling); polling = null; status && (status.textContent = "Live"); }
         if (status) { status.classList.add("on"); if (!status.textContent) status.textContent = "Live"; }
-        if (connectedBefore) reloadGrid(); // a change may have come while reconnecting
+        if (connectedBefore) refreshSoon(); // a change may have come while reconnecting
         connectedBefore = true;
       });
-      source.addEventListener("change", () => reloadGrid());
+      source.addEventListener("change", refreshSoon);
       source.onerror = () => {
         if (status) status.classList.remove("on");
         // Closed for good (the server had no stream free and answered 204): poll instead, and
         // ask for a stream again each minute, since other pages may have closed theirs.
         if (source.readyState === EventSource.CLOSED) {
           if (!polling) {
-            polling = window.setInterval(() => { if (!document.hidden) reloadGrid(); }, 15000);
+            polling = window.setInterval(() => { if (!document.hidden) refreshSoon(); }, 15000);
             if (status) { status.textContent = "Refreshing every 15 s"; announce("Live refresh unavailable: refreshing every 15 s"); }
           }
           // The first time soon: a page just left gives its stream back within a second or two
