@@ -145,7 +145,9 @@ WAIT_TIMEOUT = STATEMENT_TIMEOUT + 5
 # STALL_CHECK_AFTER seconds makes the Database's watchdog ask the server, on a new connection, for
 # any answer; none within STALL_PROBE_TIMEOUT and the server is taken as stalled: the waits on it
 # are ended (503) and requests are answered 503 at once until a probe is answered again. A long
-# statement on a server that answers is left to run.
+# statement on a server that answers is left to run. The question goes on a connection kept for it
+# (made at the first question): a new connection costs the server a process and a login, the
+# first thing to slow down on a loaded machine, where SELECT 1 on one already made does not.
 STALL_CHECK_AFTER = 2.0
 STALL_PROBE_TIMEOUT = 5.0
 
@@ -154,6 +156,10 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.execute(f"SET TIME ZONE 'UTC'; SET lock_timeout = '{LOCK_TIMEOUT}s';"
                  f" SET statement_timeout = '{STATEMENT_TIMEOUT}s'")
     conn.commit()
+
+
+class NoAnswer(psycopg.OperationalError):
+    """The server did not answer within a connection's wait bound (the connection is closed)."""
 
 
 class _BoundedConnection(psycopg.Connection):
@@ -172,7 +178,7 @@ class _BoundedConnection(psycopg.Connection):
             return super().wait(gen, *args, **kwargs)
         except pg_errors._WaitTimeout:
             self.pgconn.finish()
-            raise psycopg.OperationalError(f"the database did not answer within {bound} s") from None
+            raise NoAnswer(f"the database did not answer within {bound} s") from None
 
 
 class _ProbeConnection(_BoundedConnection):
@@ -345,9 +351,14 @@ class Database:
         # The watchdog's view (see STALL_CHECK_AFTER): each lent connection and when it was lent,
         # whether the server is taken as stalled, and when it last answered a probe.
         self._lent: dict[int, tuple[psycopg.Connection, float]] = {}
+        # Held by a borrow's end from removing its entry until its connection is back in the
+        # pool's hands, and by the watchdog while it cuts: a connection is never cut once its
+        # borrow has ended (it may be idle in the pool, or lent to a request that came later).
+        self._lent_lock = threading.Lock()
         self._lend_ids = itertools.count()
         self.stalled = False
-        self._answered_at = 0.0
+        self._probed_at = 0.0
+        self._probe_conn: psycopg.Connection | None = None
         self._closing = threading.Event()
         self._watchdog: threading.Thread | None = None
         self.pool = _MostRecentFirst(
@@ -387,33 +398,47 @@ class Database:
                 self.stalled = False
                 log.warning("the database answers again")
             return
-        lent = list(self._lent.values())
-        oldest = min((since for _, since in lent), default=now)
-        if now - oldest < STALL_CHECK_AFTER or now - self._answered_at < STALL_CHECK_AFTER:
+        oldest = min((since for _, since in list(self._lent.values())), default=now)
+        # (At most one question every STALL_CHECK_AFTER, whatever the last answer was.)
+        if now - oldest < STALL_CHECK_AFTER or now - self._probed_at < STALL_CHECK_AFTER:
             return
         asked = time.monotonic()
         if self._probe() != "silent":
             return
         self.stalled = True
-        log.warning("the database has not answered a new connection within %s s: taken as stalled; requests "
-                    "are answered 503 until it answers again", STALL_PROBE_TIMEOUT)
-        for conn, since in list(self._lent.values()):
-            if since <= asked:
-                _cut(conn)
+        log.warning("the database has not answered within %s s: taken as stalled; requests are answered 503 "
+                    "until it answers again", STALL_PROBE_TIMEOUT)
+        with self._lent_lock:
+            for conn, since in list(self._lent.values()):
+                if since <= asked:
+                    _cut(conn)
 
     def _probe(self) -> str:
-        """"answers" (a query ran), "down" (refused or failed at once: the ordinary outage paths
-        handle that) or "silent" (nothing within STALL_PROBE_TIMEOUT)."""
-        kwargs = {**self._kwargs, "connect_timeout": max(2, round(STALL_PROBE_TIMEOUT))}
+        """"answers" (a query ran), "down" (refused, or failed at once: the ordinary outage paths
+        handle that) or "silent" (no answer within STALL_PROBE_TIMEOUT: a connection attempt that
+        timed out, or SELECT 1 on the kept connection unanswered)."""
+        self._probed_at = time.monotonic()
         try:
-            with _ProbeConnection.connect(self.conninfo, **kwargs) as conn:
-                conn.execute("SELECT 1")
-        except psycopg.errors.ConnectionTimeout:
+            if self._probe_conn is None or self._probe_conn.closed or self._probe_conn.broken:
+                self._probe_conn = None
+                kwargs = {**self._kwargs, "connect_timeout": max(2, round(STALL_PROBE_TIMEOUT))}
+                self._probe_conn = _ProbeConnection.connect(self.conninfo, **kwargs)
+            self._probe_conn.execute("SELECT 1")
+        except (psycopg.errors.ConnectionTimeout, NoAnswer):
+            self._drop_probe()
             return "silent"
-        except psycopg.OperationalError as exc:
-            return "silent" if "did not answer within" in str(exc) or "timeout" in str(exc).lower() else "down"
-        self._answered_at = time.monotonic()
+        except psycopg.Error:
+            self._drop_probe()
+            return "down"
         return "answers"
+
+    def _drop_probe(self) -> None:
+        conn, self._probe_conn = self._probe_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg.Error:
+                pass
 
     # -- lending -----------------------------------------------------------------------------------
 
@@ -440,7 +465,8 @@ class Database:
             log.warning("the database connection was lost: %s", str(exc).strip().splitlines()[:1])
             raise _unavailable(exc) from exc
         finally:
-            del self._lent[lend_id]
+            with self._lent_lock:
+                del self._lent[lend_id]
             if pooled:
                 self.pool.putconn(conn)   # rolls back what is left open; replaces a broken one
             else:
@@ -489,16 +515,19 @@ class Database:
     def open(self, *, timeout: float = 10.0) -> Database:
         """Open the pool and wait for its first connections, so a bad URL fails at start-up."""
         self.pool.open(wait=True, timeout=timeout)
-        self._closing.clear()
-        self._watchdog = threading.Thread(target=self._watch, name="hostfinder-db-watchdog", daemon=True)
-        self._watchdog.start()
+        if self._watchdog is None or not self._watchdog.is_alive():
+            self._closing.clear()
+            self._watchdog = threading.Thread(target=self._watch, name="hostfinder-db-watchdog", daemon=True)
+            self._watchdog.start()
         return self
 
     def close(self) -> None:
         self._closing.set()
         self.pool.close()
         if self._watchdog is not None and self._watchdog is not threading.current_thread():
-            self._watchdog.join(timeout=STALL_PROBE_TIMEOUT + 1)
+            # (A question under way ends within a connection attempt and a SELECT 1, each bounded.)
+            self._watchdog.join(timeout=2 * STALL_PROBE_TIMEOUT + 1)
+        self._drop_probe()
 
     def __enter__(self) -> Database:
         return self.open()

@@ -383,3 +383,20 @@ def test_a_stalled_server_does_not_stop_the_gateway_answering(private_pg, paused
             assert r.content == b"# kept\n"
     finally:
         db.close()
+
+
+def test_a_long_statement_on_a_server_that_answers_is_left_to_run(private_pg, paused) -> None:
+    """The watchdog asks the server while a request holds its connection; a server that answers
+    is not stalled, and the request's own long statement (a migration's, a large change's) runs
+    to its end."""
+    _pg, url = private_pg
+    db = Database(url, min_size=1, max_size=3).open()
+    try:
+        with db.transaction() as conn:
+            conn.execute("SELECT pg_sleep(4)")
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+        assert not db.stalled
+        with db.connection() as conn:
+            assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    finally:
+        db.close()
