@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import DEFAULT_BIND, DEFAULT_DATA_DIR, Config, parse_bind
+from gateway.demo import DEMO_LOGIN_FILE
 from gateway.runtime import StartupError, StoreRuntime
 from gateway.stopping import StopSignal
 from store import admin
@@ -174,8 +175,17 @@ def _announce(config: Config, login: dict[str, Any] | None) -> None:
              f"  HTTP API:                                  {base}/api/  (health: {base}/api/health)"]
     me = _invoked_as()
     where = "--database-url" if config.database_url else "--data-dir"
-    if login:
+    if login and sys.stdout.isatty():
         lines.append(f"  Log in as {login['email']} with password {login['password']}")
+    elif login and not config.database_url:
+        # Output to a file or a log (a service manager's journal): secrets are never logged, and
+        # the password is kept beside the data already (gateway/demo.py).
+        lines.append(f"  Log in as {login['email']} with the password in {config.data_dir / DEMO_LOGIN_FILE} "
+                     "(printed only on a terminal)")
+    elif login:
+        lines.append(f"  Log in as {login['email']} once you give it a password: {me} admin user set-password "
+                     f"--email {login['email']} --password '...' (with this {where}; the generated one is "
+                     "printed only on a terminal)")
     elif not config.demo:
         lines.append(f"  Logins (no demo): {me} admin user create --email YOU --password '...', then "
                      f"{me} admin member add --org ORG_ID --email YOU (with this {where})")

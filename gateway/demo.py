@@ -13,6 +13,7 @@ from store.db import Database
 log = logging.getLogger(__name__)
 
 DEMO_EMAIL = "demo@hostfinder.local"
+DEMO_LOGIN_FILE = "demo-login.txt"   # in the data directory: "EMAIL PASSWORD", mode 0600
 
 
 def ensure_demo(db: Database, config: Config) -> dict[str, Any] | None:
@@ -25,7 +26,7 @@ def ensure_demo(db: Database, config: Config) -> dict[str, Any] | None:
     seed(db, password)
     login = {"email": DEMO_EMAIL, "password": password}
     if not config.database_url:
-        path = config.data_dir / "demo-login.txt"
+        path = config.data_dir / DEMO_LOGIN_FILE
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(f"{DEMO_EMAIL} {password}\n")
@@ -33,7 +34,7 @@ def ensure_demo(db: Database, config: Config) -> dict[str, Any] | None:
 
 
 def _remembered_login(config: Config) -> dict[str, Any] | None:
-    path = config.data_dir / "demo-login.txt"
+    path = config.data_dir / DEMO_LOGIN_FILE
     if config.database_url or not path.is_file():
         return None
     email, _, password = path.read_text().strip().partition(" ")

@@ -45,7 +45,10 @@ and closed.
 
 Also here: a header reader refusing two different Content-Length headers, or one with
 Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
-gateway asks cheroot to close the connection after a refusal whose body it did not read.
+gateway asks cheroot to close the connection after a refusal whose body it did not read. A request
+line or headers over ``HEADER_BYTES`` are refused here (414, 431), in the format of the part of
+the tree the path names (the gateway's ``refusal``); a target starting with "//" is a path, not
+an authority (``_OriginForm``).
 """
 from __future__ import annotations
 
@@ -63,12 +66,14 @@ import tempfile
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from cheroot import connections, server as cheroot_server, wsgi
+from cheroot.errors import MaxSizeExceeded
 from cheroot.makefile import StreamReader
 
 from dav_provider.errors import METHODS as DAV_METHODS
-from gateway.limits import HEADER_BYTES, MAX_BODY, body_cap
+from gateway.limits import HEADERS_TOO_LARGE, HEADER_BYTES, MAX_BODY, URI_TOO_LONG, body_cap
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +193,39 @@ class _Reader(StreamReader):
             self._read_buf, self._read_pos = b"", 0
         return bytes(data)
 
+    def held(self) -> tuple[bytes, int]:
+        """The buffer and where the next read starts in it, without copying: what a request line
+        began with once it has been read (a refusal's format depends on its path)."""
+        return self._read_buf, self._read_pos
+
+
+class _OriginForm:
+    """Stands in for the request's reader while cheroot reads the request line, making a target
+    that starts with "//" start with one slash. "//databases" is a path with an empty first
+    segment (RFC 9112 3.2.1 origin-form), which cheroot reads as an authority and refuses with
+    "Absolute URI not allowed if server is not a proxy"; the paths here have no empty segment
+    (gateway/server.py reads repeated slashes as one outside /dav/)."""
+
+    def __init__(self, rfile: Any) -> None:
+        self.rfile = rfile
+
+    def readline(self, *args: Any) -> bytes:
+        line = self.rfile.readline(*args)
+        method, space, rest = line.partition(b" ")
+        if rest.startswith(b"//"):
+            return method + space + b"/" + rest.lstrip(b"/")
+        return line
+
+
+def _path_of(start: bytes) -> str:
+    """The path of the request line that ``start`` begins (it may be cut short), for the format
+    of a refusal: the prefix is what matters."""
+    parts = start.lstrip(b"\r\n").split(b" ", 2)
+    target = parts[1] if len(parts) > 1 else b"/"
+    if not target.startswith(b"/"):
+        target = urlsplit(target).path or b"/"   # (absolute-form: http://host/path)
+    return "/" + target.split(b"?", 1)[0].decode("latin-1").lstrip("/")
+
 
 class _StrictHeaders(dict):
     """A header dict refusing a second, different Content-Length (cheroot keeps the last one)."""
@@ -230,8 +268,24 @@ class DoorRequest(cheroot_server.HTTPRequest):
     header_reader = StrictHeaderReader()
     _head = b""
 
+    def read_request_line(self) -> bool:
+        buf, at = self.conn.rfile.held()
+        rfile, self.rfile = self.rfile, _OriginForm(self.rfile)
+        try:
+            return super().read_request_line()
+        except MaxSizeExceeded:
+            # (the front hands a worker a head over HEADER_BYTES whole, so ``buf`` holds its start)
+            self._refuse_head(*URI_TOO_LONG, _path_of(buf[at:at + 1024]))
+            return False
+        finally:
+            self.rfile = rfile
+
     def read_request_headers(self) -> bool:
-        if not super().read_request_headers():
+        try:
+            if not super().read_request_headers():
+                return False
+        except MaxSizeExceeded:
+            self._refuse_head(*HEADERS_TOO_LARGE, _path_of(b"- " + bytes(getattr(self, "uri", None) or b"/")))
             return False
         if self.request_protocol in (b"HTTP/1.1", "HTTP/1.1") and b"Host" not in self.inheaders:
             # RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
@@ -239,6 +293,25 @@ class DoorRequest(cheroot_server.HTTPRequest):
             self.close_connection = True
             return False
         return True
+
+    def _refuse_head(self, status: str, sentence: str, path: str) -> None:
+        """Answer a request whose head is over its limit, in the format of the part of the tree
+        its path names (the gateway's ``refusal``; plain text while the server is starting), and
+        close: the rest of the head was not read. cheroot's own answer was a plain-text 413 or 414
+        in its words, whatever was asked."""
+        self.close_connection = True
+        refusal = getattr(self.server.wsgi_app, "refusal", None)
+        if refusal is not None:
+            headers, body = refusal(path, status, sentence)
+        else:
+            body = (sentence + "\n").encode("utf-8")
+            headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+        head = "".join(f"{name}: {value}\r\n" for name, value in [*headers, ("Connection", "close")])
+        try:
+            self.conn.wfile.write(f"{self.server.protocol} {status}\r\n{head}\r\n".encode("latin-1") + body)
+        except socket.error as exc:
+            if exc.args[0] not in cheroot_server.errors.socket_errors_to_ignore:
+                raise
 
     def send_headers(self) -> None:
         wfile, held = self.conn.wfile, _Held()

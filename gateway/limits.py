@@ -50,7 +50,10 @@ _XML_METHODS = frozenset({"PROPFIND", "PROPPATCH", "LOCK", "REPORT", "SEARCH"})
 
 def body_cap(method: str, path: str) -> int:
     """The most bytes of body the route behind ``method path`` can accept (``path`` is the request
-    target as sent: the prefix decides, and /dav/ and /api/ are plain ASCII)."""
+    target as sent: the prefix decides, and /dav/ and /api/ are plain ASCII; leading slashes count
+    as one, as the door reads them)."""
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
     if path == DAV_PREFIX or path.startswith(DAV_PREFIX + "/"):
         if method == "PUT":
             return MAX_WRITE
@@ -69,7 +72,19 @@ def _what(method: str, path: str) -> str:
         return f"a {method} request carries at most {OTHER_BODY} bytes of body"
     if path.startswith("/api"):
         return f"an API request body is at most {API_BODY} bytes"
-    return f"a request body here is at most {API_BODY} bytes"
+    return (f"a form here takes at most {API_BODY:,} bytes (2 MB; a note holds at most {MAX_WRITE:,}): "
+            "shorten what was typed and send it again")
+
+
+# The door's refusals of a request head over HEADER_BYTES (gateway/door.py), in the format of the
+# part of the tree asked (gateway/server.py Gateway.refusal).
+URI_TOO_LONG = ("414 URI Too Long",
+                f"the Request-URI (the path and its query) is over {HEADER_BYTES:,} bytes, the most the request "
+                "line and headers may take together here; send a shorter path and query")
+HEADERS_TOO_LARGE = ("431 Request Header Fields Too Large",
+                     f"the request's headers are over {HEADER_BYTES:,} bytes, the most the request line and "
+                     "headers may take together here; send fewer or shorter headers (in a browser, a Cookie "
+                     "header grown that large goes once this site's cookies are cleared)")
 
 
 @dataclass(frozen=True)

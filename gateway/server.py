@@ -5,12 +5,18 @@
 field with its control characters escaped (gateway/logs.py) so a client cannot write a line of its
 own. A server error is logged with its traceback and answered with a short message, never the
 traceback. Before any application runs, the guard of gateway/limits.py bounds what the request may
-make us read."""
+make us read; its refusals, and the door's own for a head over its limit, are answered in the format
+of the part of the tree asked (``Gateway.refusal``, the one place that decides it by the path).
+
+Repeated slashes in a path outside /dav/ are read as one (as werkzeug's routing would, but with its
+308 redirect, whose Location it built from the request's Host header). WebDAV paths keep theirs:
+dav_provider normalises them itself."""
 from __future__ import annotations
 
 import errno
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,12 +38,22 @@ from store.login_watch import LoginWatch
 from store.search_index import SearchIndexer
 from store.throttle import PasswordChecks, cores
 from web import create_app as create_web_app
+from web.errors import refusal_page
 from web.live import end_streams
 
 access_log = logging.getLogger("hostfinder.access")
 log = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+_SLASHES = re.compile(r"//+")
+
+
+def _is_dav(path: str) -> bool:
+    return path == MOUNT_PATH or path.startswith(MOUNT_PATH + "/")
+
+
+def _is_api(path: str) -> bool:
+    return path == "/api" or path.startswith("/api/")
 
 
 class Gateway:
@@ -75,6 +91,34 @@ class Gateway:
         if self.cache is not None:
             self.cache.stop()
 
+    def refusal(self, path: str, status: str, sentence: str, headers: list[tuple[str, str]] | None = None,
+                environ: dict[str, Any] | None = None) -> tuple[list[tuple[str, str]], bytes]:
+        """A refusal made before any front end ran, as the front end ``path`` names would give it:
+        the headers and the body. The one place that decides the format by the path: under /api/
+        the API's JSON error (api/errors.py), under /dav/ a plain sentence (as WsgiDAV's errors),
+        anywhere else the web app's error page. The guard's refusals come here (``_refusing``),
+        and the door's for a head over its limit (gateway/door.py: ``environ`` None then)."""
+        code = int(status.split(" ", 1)[0])
+        if _is_api(path):
+            body = json.dumps({"error": sentence, "problems": [], "status": code}).encode("utf-8")
+            kind = [("Content-Type", "application/json")]
+        elif _is_dav(path):
+            body, kind = (sentence + "\n").encode("utf-8"), [("Content-Type", "text/plain; charset=utf-8")]
+        else:
+            try:
+                body, kind = refusal_page(self.web, code, _capital(sentence), environ)
+            except Exception:   # (a page that cannot be drawn must not turn a refusal into a 500)
+                log.exception("could not draw the web page for a %s refusal", status)
+                body, kind = (sentence + "\n").encode("utf-8"), [("Content-Type", "text/plain; charset=utf-8")]
+        return [*kind, ("Content-Length", str(len(body))), *(headers or [])], body
+
+    def _refusing(self, path: str, status: str, sentence: str, headers: list[tuple[str, str]]) -> WSGIApp:
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            all_headers, body = self.refusal(path, status, sentence, headers, environ)
+            start_response(status, all_headers)
+            return [body]
+        return app
+
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
         status_holder: list[str] = []
@@ -84,19 +128,25 @@ class Gateway:
             return start_response(status, headers, exc_info)
 
         path = environ.get("PATH_INFO", "")
+        if "//" in path and not _is_dav(path):
+            # /api//collections is /api/collections: the web app's and the API's paths have no
+            # empty segment. (werkzeug answered it with a redirect to the request's Host.)
+            path = environ["PATH_INFO"] = _SLASHES.sub("/", path)
         if environ.get("REQUEST_URI") == "*":
             # OPTIONS * asks about the server as a whole (RFC 9110 9.3.7), not a page at "/*" (the
             # PATH_INFO cheroot gives it; cheroot itself refuses * with any other method).
             app: WSGIApp = _server_options
-        elif path == MOUNT_PATH or path.startswith(MOUNT_PATH + "/"):
+        elif (refused := _refusal(environ, path)) is not None:
+            app = self._refusing(path, *refused)
+        elif _is_dav(path):
             # WsgiDAV expects its mount path in SCRIPT_NAME, as a path dispatcher would set it.
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + MOUNT_PATH
             environ["PATH_INFO"] = path[len(MOUNT_PATH):] or "/"
-            app = _refusal(environ, path) or _outage_as_503(self.dav)
-        elif path.startswith("/api/") or path == "/api":
-            app = _refusal(environ, path) or self.api
+            app = _outage_as_503(self.dav)
+        elif _is_api(path):
+            app = self.api
         else:
-            app = _refusal(environ, path) or self.web
+            app = self.web
         try:
             result = app(environ, recording_start_response)
             try:
@@ -138,35 +188,42 @@ def _who(principal: Any) -> str:
     return principal.name
 
 
-def _refusal(environ: dict[str, Any], path: str) -> WSGIApp | None:
-    """A short answer for a request no application should see: a path that is not UTF-8, a body
-    length that is not a number, a Basic header that cannot name a login (WsgiDAV would turn each
-    into a 500 with the exception's text), or a request over a bound of gateway/limits.py."""
+def _capital(sentence: str) -> str:
+    """A sentence as a page shows it: capital first, full stop last (the API's and WebDAV's
+    sentences are lower-case clauses, as their clients quote them)."""
+    sentence = sentence[:1].upper() + sentence[1:]
+    return sentence if sentence.endswith((".", "!", "?")) else sentence + "."
+
+
+def _refusal(environ: dict[str, Any], path: str) -> tuple[str, str, list[tuple[str, str]]] | None:
+    """Status, sentence and headers for a request no application should see: a path that is not
+    UTF-8, a body length that is not a number, a Basic header that cannot name a login (WsgiDAV
+    would turn each into a 500 with the exception's text), or a request over a bound of
+    gateway/limits.py."""
     try:
         environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
     except UnicodeError:
-        return _answer("400 Bad Request", "the path is not valid UTF-8; percent-encode file names as UTF-8", path=path)
+        return "400 Bad Request", "the path is not valid UTF-8; percent-encode file names as UTF-8", []
     length = environ.get("CONTENT_LENGTH", "")
     if length and not (length.isascii() and length.isdigit()):
         # Where the body ends is unknown, so what follows on the connection is not a request.
         _close_after(environ)
-        return _answer("400 Bad Request", f"Content-Length {length!r} is not a number of bytes",
-                       [("Connection", "close")], path=path)
+        return "400 Bad Request", f"Content-Length {length!r} is not a number of bytes", [("Connection", "close")]
     header = environ.get("HTTP_AUTHORIZATION", "").strip()
     if header.split(" ", 1)[0].lower() == "basic" and parse_basic(header) is None:
-        return _answer("401 Unauthorized", "the Basic credentials are not base64 of email:password in UTF-8",
-                       [("WWW-Authenticate", 'Basic realm="Host Finder", charset="UTF-8"')], path=path)
+        return ("401 Unauthorized", "the Basic credentials are not base64 of email:password in UTF-8",
+                [("WWW-Authenticate", 'Basic realm="Host Finder", charset="UTF-8"')])
     return _bounded(environ, path)
 
 
-def _bounded(environ: dict[str, Any], path: str) -> WSGIApp | None:
+def _bounded(environ: dict[str, Any], path: str) -> tuple[str, str, list[tuple[str, str]]] | None:
     """The guard's refusal, if any; its body was not read (or not wholly), so the connection
     closes after the answer: what follows on it is not a request."""
     refusal = limits.guard(environ, path)
     if refusal is None:
         return None
     _close_after(environ)
-    return _answer(refusal.status, refusal.sentence, [("Connection", "close")], path=path)
+    return refusal.status, refusal.sentence, [("Connection", "close")]
 
 
 def _close_after(environ: dict[str, Any]) -> None:
@@ -213,19 +270,6 @@ def _server_options(environ: dict[str, Any], start_response: Callable[..., Any])
     them that path does)."""
     start_response("200 OK", [("Allow", ", ".join(SERVED_METHODS)), ("Content-Length", "0")])
     return [b""]
-
-
-def _answer(status: str, sentence: str, headers: list[tuple[str, str]] | None = None, *, path: str = "") -> WSGIApp:
-    """An answer in the shape of the part of the tree asked: the API's JSON error, or a sentence."""
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if path == "/api" or path.startswith("/api/"):
-            code = int(status.split(" ", 1)[0])
-            body = json.dumps({"error": sentence, "problems": [], "status": code}).encode("utf-8")
-            start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                                    *(headers or [])])
-            return [body]
-        return _plain(start_response, status, sentence, headers)
-    return app
 
 
 def _plain(start_response: Callable[..., Any], status: str, sentence: str,

@@ -61,7 +61,7 @@ def test_two_workers_answer_share_locks_and_stop_together(data_dir: Path) -> Non
     s = Workers("--data-dir", str(data_dir), "--workers", "2")
     try:
         _, out = s.wait_ready(timeout=60)
-        email, password = out.split("Log in as ")[1].split("\n")[0].split(" with password ")
+        email, password = (data_dir / "demo-login.txt").read_text().split()
         workers = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
         assert len(workers) == 2, workers
 

@@ -9,21 +9,23 @@ fields; everything else reaching here is a page with the store's sentence and it
 from __future__ import annotations
 
 import logging
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Flask, render_template, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
+from werkzeug.test import create_environ
 
 from api.errors import status_of
 from store import errors as e
-from web.security import safe_next
+from web.security import CSP, safe_next
 
 log = logging.getLogger(__name__)
 
 TITLES = {400: "Bad request", 401: "Not logged in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
-          409: "Conflict", 412: "Changed meanwhile", 413: "Too large", 422: "Not accepted", 423: "Locked",
-          429: "Too many attempts", 500: "Server error",
+          409: "Conflict", 412: "Changed meanwhile", 413: "Too large", 414: "Address too long", 422: "Not accepted",
+          423: "Locked", 429: "Too many attempts", 431: "Headers too large", 500: "Server error",
           503: "Unavailable"}
 
 
@@ -43,6 +45,22 @@ def page(status: int, message: str, problems: list[str] | None = None) -> Respon
     """The message page: title for the status, the sentence, each problem, a way back."""
     return render_template("error.html", status=status, title=TITLES.get(status, "Error"), message=message,
                            problems=problems or [], back=_page_behind()), status
+
+
+def refusal_page(app: Flask, status: int, message: str,
+                 environ: dict[str, Any] | None = None) -> tuple[bytes, list[tuple[str, str]]]:
+    """The message page for a request refused before the web app ran (gateway/server.py: a body
+    over its limit; gateway/door.py: a head over its limit, ``environ`` None): the body and its
+    headers. Rendered without the app's request hooks, which would read the unread body (a form's
+    CSRF field) or look the session up: so the page says nothing of logging in, and offers the
+    form's page back after a refused POST."""
+    with app.request_context(environ if environ is not None else create_environ("/")):
+        back = _page_behind() if environ is not None and request.method != "GET" else None
+        body = render_template("error.html", status=status, title=TITLES.get(status, "Error"), message=message,
+                               problems=[], back=back, before_app=True).encode("utf-8")
+    return body, [("Content-Type", "text/html; charset=utf-8"), ("Content-Security-Policy", CSP),
+                  ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
+                  ("Referrer-Policy", "same-origin"), ("Cache-Control", "no-store")]
 
 
 def store_error_page(exc: e.StoreError) -> ResponseReturnValue:

@@ -16,6 +16,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
+from store.db import lost_connection
+from store.errors import Unavailable
 from store.events import ChangeListener, Event
 
 log = logging.getLogger(__name__)
@@ -82,11 +84,19 @@ class _Hub:
             self._queues.get(conninfo, set()).discard(q)
 
     def _follow(self, conninfo: str, subscribers: set[queue.SimpleQueue[Event]], ready: threading.Event) -> None:
+        """Follow the change channel for this database's open streams, reconnecting once a second
+        while it is down. An outage (PostgreSQL down or restarting) is logged once as it begins
+        and once as it ends, in a line each; an unexpected error with its traceback, once per
+        kind in a row (each was a traceback a second per process while a table page was open)."""
         listener = ChangeListener(conninfo)
+        failing: str | None = None   # what the reconnections in a row have met: logged once
         try:
             while True:
                 try:
                     listener.connect()
+                    if failing is not None:
+                        log.info("live refresh: following table changes again")
+                        failing = None
                     ready.set()
                     while True:
                         events = listener.wait(1.0)
@@ -99,8 +109,17 @@ class _Hub:
                         for event in events:
                             for q in targets:
                                 q.put(event)
-                except Exception:  # the database restarted or the connection dropped: follow again
-                    log.warning("live refresh: lost the LISTEN connection; reconnecting", exc_info=True)
+                except Exception as exc:  # the database restarted or the connection dropped: follow again
+                    outage = isinstance(exc, Unavailable) or lost_connection(exc)
+                    seen = "outage" if outage else f"{type(exc).__name__}: {exc}"
+                    if seen != failing:
+                        if outage:
+                            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                            log.warning("live refresh: the database cannot be reached (%s); open table pages "
+                                        "show changes again once it is back (retrying every second)", first)
+                        else:
+                            log.warning("live refresh: lost the LISTEN connection; reconnecting", exc_info=True)
+                    failing = seen
                     ready.set()
                     with self._lock:
                         if not subscribers:
