@@ -195,9 +195,11 @@ class Door:
     query. Without a watch, or while it is down, every login reads the user's current rows.
 
     Password verifications (argon2) run in one of ``checks``' slots, as many as the machine has
-    cores (store.throttle.PasswordChecks): a password login that cannot have one within a second is
-    refused with TooManyAttempts ("the server is checking too many passwords just now"). A token,
-    a remembered login and a password verified recently need no slot and are never refused so."""
+    cores (store.throttle.PasswordChecks): a password login that cannot have one within its wait
+    (a second, or twice as long as verifications have lately been taking when that is longer, at
+    most 10 s: PasswordChecks.slot_wait) is refused with TooManyAttempts ("the server is checking
+    too many passwords just now"). A token, a remembered login and a password verified recently
+    need no slot and are never refused so."""
 
     def __init__(self, db: Database, *, throttle: LoginThrottle | None = None,
                  watch: LoginWatch | None = None, checks: PasswordChecks | None = None) -> None:
@@ -228,11 +230,8 @@ class Door:
             return None if self.throttle.would_refuse(_address_keys(client)) else principal
         # Refused only for failures at this address, or for the account's ceiling from an address
         # that has not logged in to it (the right password a guesser sends is remembered too).
-        keys = password_keys(email, client)
-        if self.throttle.would_refuse(keys):
-            return None
-        self.throttle.succeeded(keys)
-        return principal
+        # Let in, the address is known to the account again (renewed at most once a minute).
+        return principal if self.throttle.admit_remembered(password_keys(email, client)) else None
 
     def basic(self, email: str, secret: str, *, client: str | None = None) -> Principal | None:
         """Email with a password (every organisation of the user) or with one of that user's
@@ -275,7 +274,8 @@ class Door:
                 return _user_principal(user)
             self._cache.drop(email, password)  # the password was changed (or the user deleted)
         stored = (user or {}).get("password_hash") or _DUMMY_HASH
-        # In a slot (TooManyAttempts when none comes within a second), for unknown emails too:
+        # In a slot (TooManyAttempts when none comes within PasswordChecks.slot_wait: a second,
+        # longer when verifications have lately been slow, at most 10 s), for unknown emails too:
         # they cost the same argon2 verification, so that a wrong email and a wrong password
         # take the same time.
         if not (self.checks.verify(stored, password, _verify) and user and user["password_hash"]):

@@ -20,6 +20,14 @@ A password login has three keys (``password_keys``):
   with the right password within ``KNOWN_FOR`` (``succeeded``): a guesser cannot make its address
   known without the password, so the owner's own addresses (their remembered clients, their next
   login there) stay open, and at a known address only that address's own failures count.
+  Known addresses are kept per account, at most ``KNOWN_PER_ACCOUNT`` (16) each, the least
+  recently logged in from dropped first: one account's logins from many addresses (an IPv6 /64,
+  a remembered login costing nothing) can only push out that account's own. All accounts together
+  keep at most ``max_keys`` known addresses, by dropping whole the account least recently logged
+  in to: pushing out another account's needs more accounts with their passwords than
+  ``max_keys`` / 16, each logged in to more recently than that account, whose own next login puts
+  it last again. A login the door remembers renews its address at most once every
+  ``KNOWN_REFRESH`` (a minute), so a Basic client's every request changes nothing.
 - ("address", address): ``ADDRESS_LIMIT`` (30), all accounts together, tokens too.
 
 Why in the process and not in PostgreSQL: the throttle exists to keep each gateway's CPU for real
@@ -42,7 +50,7 @@ import os
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,6 +65,8 @@ ACCOUNT_CEILING = 50    # failed password logins per account from all addresses 
 ADDRESS_LIMIT = 30      # failed logins (passwords or tokens) per client address per window
 WINDOW = 300.0          # seconds
 KNOWN_FOR = 30 * 86400.0  # an address that logged in to an account passes its ceiling this long
+KNOWN_PER_ACCOUNT = 16  # addresses known to one account at most (the least recently logged in from go)
+KNOWN_REFRESH = 60.0    # seconds: a remembered login renews its address's standing at most this often
 MAX_KEYS = 100_000      # memory bound: ~100 bytes a key plus its failure times
 CHECK_WAIT = 1.0        # seconds a password login may wait for a verification slot (at least)
 MAX_CHECK_WAIT = 10.0   # ... and at most, when verifications have been taking long (a loaded machine)
@@ -87,11 +97,16 @@ class LoginThrottle:
 
     def __init__(self, *, account_limit: int = ACCOUNT_LIMIT, address_limit: int = ADDRESS_LIMIT,
                  account_ceiling: int = ACCOUNT_CEILING, window: float = WINDOW, known_for: float = KNOWN_FOR,
-                 max_keys: int = MAX_KEYS, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_keys: int = MAX_KEYS, known_per_account: int = KNOWN_PER_ACCOUNT,
+                 known_refresh: float = KNOWN_REFRESH, clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = {"login": account_limit, "account": account_ceiling, "address": address_limit}
         self.window, self.known_for, self.max_keys, self.clock = window, known_for, max_keys, clock
         self._counts: dict[Key, _Count] = {}
-        self._known: dict[str, float] = {}   # "login" value -> until when it passes its account's ceiling
+        self.known_per_account, self.known_refresh = known_per_account, known_refresh
+        # account -> address -> until when it passes the account's ceiling; in both, the least
+        # recently logged in (to, from) first. ``_known_total``: the addresses, all accounts together.
+        self._known: OrderedDict[str, OrderedDict[str, float]] = OrderedDict()
+        self._known_total = 0
         self._lock = threading.Lock()
 
     @contextmanager
@@ -130,16 +145,32 @@ class LoginThrottle:
     def succeeded(self, keys: Sequence[Key]) -> None:
         """The right password was given for these keys: the address is known to the account (it
         passes the account's ceiling) for ``known_for`` from now."""
-        logins = [value for kind, value in keys if kind == "login" and not value.endswith("\0")]
+        logins = _logins(keys)
         if not logins:
             return
         with self._lock:
-            until = self.clock() + self.known_for
-            for value in logins:
-                self._known.pop(value, None)   # (re-inserted last: the oldest go first when full)
-                if len(self._known) >= self.max_keys:
-                    self._shrink_known()
-                self._known[value] = until
+            now = self.clock()
+            for account, address in logins:
+                self._know(account, address, now)
+
+    def admit_remembered(self, keys: Sequence[Key]) -> bool:
+        """For a login the door remembers (its password was verified in this process): whether it
+        may pass now (``would_refuse``'s answer, turned round), and if so its address is known to
+        the account again, as ``succeeded`` makes it, though only once ``known_refresh`` has passed
+        since that was last done: one lock acquisition, as ``would_refuse`` took, and the tables
+        change at most once a minute per account and address, not at every request."""
+        logins = _logins(keys)
+        with self._lock:
+            now = self.clock()
+            try:
+                self._refuse_if_full(keys, now, pending=False)
+            except TooManyAttempts:
+                return False
+            for account, address in logins:
+                until = self._known.get(account, _NONE_KNOWN).get(address)
+                if until is None or until - self.known_for + self.known_refresh <= now:
+                    self._know(account, address, now)
+        return True
 
     def failed_cheaply(self, keys: Sequence[Key]) -> None:
         """A failure that cost nothing to find (an unknown token): refused with TooManyAttempts if
@@ -153,7 +184,7 @@ class LoginThrottle:
     def _refuse_if_full(self, keys: Sequence[Key], now: float, *, pending: bool) -> None:
         # An address that logged in to the account is held to its own failures (the "login" key),
         # not to those of every address together.
-        known = any(kind == "login" and self._known.get(value, 0.0) > now for kind, value in keys)
+        known = any(kind == "login" and self._is_known(value, now) for kind, value in keys)
         for kind, value in keys:
             if known and kind == "account":
                 continue
@@ -206,15 +237,40 @@ class LoginThrottle:
                 if not self._counts[key].pending:
                     del self._counts[key]
 
-    def _shrink_known(self) -> None:
-        """The same for known addresses: the expired, then the half least recently logged in from
-        (only a right password adds one)."""
-        now = self.clock()
-        for value in [v for v, until in self._known.items() if until <= now]:
-            del self._known[value]
-        if len(self._known) >= self.max_keys:
-            for value in list(self._known)[: len(self._known) // 2]:
-                del self._known[value]
+    def _is_known(self, login: str, now: float) -> bool:
+        account, _, address = login.partition("\0")
+        return self._known.get(account, _NONE_KNOWN).get(address, 0.0) > now
+
+    def _know(self, account: str, address: str, now: float) -> None:
+        """``address`` passes ``account``'s ceiling until ``now + known_for``; it and the account
+        become the most recently logged in. The account's oldest addresses beyond
+        ``known_per_account`` (and its expired ones) go, then, while all accounts together hold more
+        than ``max_keys``, the accounts least recently logged in to, whole: never this one."""
+        addresses = self._known.get(account)
+        if addresses is None:
+            addresses = self._known[account] = OrderedDict()
+        else:
+            self._known.move_to_end(account)
+        if addresses.pop(address, None) is None:
+            self._known_total += 1
+        addresses[address] = now + self.known_for
+        # (each account's addresses are in the order they expire in: the oldest first)
+        while len(addresses) > 1 and (len(addresses) > self.known_per_account
+                                      or next(iter(addresses.values())) <= now):
+            addresses.popitem(last=False)
+            self._known_total -= 1
+        while self._known_total > self.max_keys and len(self._known) > 1:
+            _, dropped = self._known.popitem(last=False)
+            self._known_total -= len(dropped)
+
+
+_NONE_KNOWN: dict[str, float] = {}   # (an account with no known address; never written)
+
+
+def _logins(keys: Sequence[Key]) -> list[tuple[str, str]]:
+    """The (account, address) of the "login" keys among ``keys`` that have an address."""
+    pairs = [value.partition("\0") for kind, value in keys if kind == "login"]
+    return [(account, address) for account, _, address in pairs if address]
 
 
 def cores() -> int:

@@ -218,6 +218,39 @@ def record_answers(monkeypatch: pytest.MonkeyPatch, fast_path: Any) -> list[str]
     return answered
 
 
+HELD = "held password"   # the ``held`` fixture holds a verification of any password starting "held"
+
+
+class Held:
+    """The door's argon2 verifications of passwords starting "held", each held open until the test
+    sets ``release`` (``held`` fixture): for tests of logins waiting for, or refused, a slot, with
+    nothing depending on timing (the suite's argon2 is too cheap to keep a slot busy otherwise)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)   # one release per verification that started
+        self.release = threading.Event()
+        self.started = 0
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
+    from store import access
+    state = Held()
+    real = access._verify
+
+    def verify(stored: str, password: str) -> bool:
+        if password.startswith("held"):
+            state.started += 1
+            state.entered.release()
+            assert state.release.wait(60), "the test never released the held verification"
+        return real(stored, password)
+    monkeypatch.setattr(access, "_verify", verify)
+    try:
+        yield state
+    finally:
+        state.release.set()   # never leave a server thread waiting
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

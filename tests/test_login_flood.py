@@ -3,13 +3,12 @@ once (store.throttle.PasswordChecks, as many as the cores), a password login tha
 within a short wait is refused with 429, a sentence and Retry-After, and everything that needs no
 verification (a token, a remembered login, /api/health) is answered meanwhile.
 
-Each verification here is held open on an Event for as long as the test needs (the test suite's
-argon2 is too cheap to keep a slot busy otherwise), so nothing depends on timing."""
+Each verification here is held open on an Event for as long as the test needs (the ``held``
+fixture, tests/conftest.py: passwords starting "held"), so nothing depends on timing."""
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,34 +17,7 @@ import requests
 from store import access, admin
 from store.errors import TooManyAttempts
 from store.throttle import BUSY, PasswordChecks
-
-HELD = "held password"   # a verification of this password (or one starting "flood") waits for release
-
-
-class Held:
-    def __init__(self) -> None:
-        self.entered = threading.Semaphore(0)   # one release per verification that started
-        self.release = threading.Event()
-        self.started = 0
-
-
-@pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
-    state = Held()
-    real = access._verify
-
-    def verify(stored: str, password: str) -> bool:
-        if password == HELD or password.startswith("flood"):
-            state.started += 1
-            state.entered.release()
-            assert state.release.wait(60), "the test never released the held verification"
-        return real(stored, password)
-    monkeypatch.setattr(access, "_verify", verify)
-    try:
-        yield state
-    finally:
-        state.release.set()   # never leave a server thread waiting
-
+from tests.conftest import HELD
 
 def background(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
     out: list[Any] = []
@@ -152,7 +124,7 @@ def test_a_flood_of_password_logins_leaves_the_server_threads_to_other_requests(
     one runs, one waits, ten are refused at once, and other requests are answered meanwhile."""
     url, door = server.url, server.gateway.door
     door.checks = checks = PasswordChecks(1, waiting=1, wait=60)
-    flood = [background(api_status, url, (f"flood{i}@example.com", f"flood {i}")) for i in range(12)]
+    flood = [background(api_status, url, (f"flood{i}@example.com", f"held flood {i}")) for i in range(12)]
     assert held.entered.acquire(timeout=10)
     wait_until(lambda: checks._waiters == 1, "a second flood login waiting for the slot")
     wait_until(lambda: sum(1 for t, _ in flood if not t.is_alive()) == 10, "ten flood logins answered")

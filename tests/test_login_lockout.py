@@ -7,12 +7,11 @@ passes) and per address (store.throttle). Requests here come from different loop
 (the client socket bound to 127.0.0.x, which the gateway sees as REMOTE_ADDR).
 
 Logins of the same password at once share one argon2 verification, the one already running
-included (store.throttle.PasswordChecks); the verification is held open on an Event here, so
-nothing depends on timing."""
+included (store.throttle.PasswordChecks); the verification is held open on an Event here (the
+``held`` fixture, tests/conftest.py), so nothing depends on timing."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from store import access, admin
 from store.errors import TooManyAttempts
 from store import throttle as limits
 from store.throttle import BUSY, LoginThrottle, PasswordChecks
+from tests.conftest import HELD
 
 OWNER, ATTACKER = "127.0.0.1", "127.0.0.9"
 
@@ -157,38 +157,91 @@ def test_an_address_known_to_an_account_passes_its_ceiling_for_a_while_only() ->
     assert not throttle.would_refuse(password_keys("ada@example.com", "10.0.0.9"))
     # A caller with no address is never "known".
     throttle.succeeded(password_keys("ada@example.com", None))
-    assert throttle._known.keys() == {owner[0][1]}
+    assert {account: list(addresses) for account, addresses in throttle._known.items()} == {
+        "ada@example.com": ["10.0.0.1"]}
+
+
+class _Live:
+    """A LoginWatch that is up and has seen no change: the door's remembered logins stay valid."""
+
+    def current(self) -> int:
+        return 1
+
+
+def remembering_door(throttle: LoginThrottle, *logins: tuple[str, str]) -> access.Door:
+    """A door (no database: a remembered login makes no query) that has verified ``logins``."""
+    door = access.Door(None, throttle=throttle, watch=_Live())  # type: ignore[arg-type]
+    for email, password in logins:
+        door._remembered.put(door._remembered.key("basic", email, password), 1, access.Principal("user", 1, email))
+    return door
+
+
+def fill_ceiling(throttle: LoginThrottle, email: str, per_address: int = 2) -> None:
+    """Wrong passwords for ``email`` from two guessers' addresses, ``per_address`` from each."""
+    for address in ("10.0.0.7", "10.0.0.8"):
+        for _ in range(per_address):
+            with throttle.attempt(limits.password_keys(email, address)) as failed:
+                failed()
+
+
+def test_one_accounts_logins_from_many_addresses_leave_other_accounts_known_addresses() -> None:
+    """The review's case: remembered logins cost no password check, and each made its address
+    known, in one table for every account; one account's logins from a thousand addresses of an
+    IPv6 /64 pushed every other account's known addresses out of it, and a few guessers then
+    locked those accounts' owners out through the ceiling. Each account now keeps its own, the
+    16 most recent."""
+    now = [1000.0]
+    throttle = LoginThrottle(account_limit=2, account_ceiling=4, address_limit=100, max_keys=40,
+                             clock=lambda: now[0])
+    ada, bo = ("ada@example.com", "ada's password"), ("bo@example.com", "bo's password")
+    door = remembering_door(throttle, ada, bo)
+    assert door.remembered_basic(*bo, client="10.0.0.1") is not None   # bo's own address: known to bo
+
+    sent = [f"2001:db8::{i:x}" for i in range(1000)]
+    for address in sent:
+        now[0] += 1
+        assert door.remembered_basic(*ada, client=address) is not None
+
+    fill_ceiling(throttle, bo[0])
+    assert door.remembered_basic(*bo, client="10.0.0.9") is None          # bo's ceiling is full,
+    assert door.remembered_basic(*bo, client="10.0.0.1") is not None      # and bo's address passes it
+    with throttle.attempt(limits.password_keys(bo[0], "10.0.0.1")):
+        pass
+    # Ada's account passes its own ceiling from its 16 most recent addresses, not from older ones.
+    fill_ceiling(throttle, ada[0])
+    assert [door.remembered_basic(*ada, client=address) is not None for address in sent[-17:]] == [False] + [True] * 16
+
+
+def test_accounts_least_recently_logged_in_to_go_first_and_a_remembered_login_renews_once_a_minute() -> None:
+    """All accounts together keep at most ``max_keys`` known addresses: the account least
+    recently logged in to goes whole, so an account's owner logging in keeps theirs; and a
+    remembered login renews its address at most once a minute, not at each of a client's requests."""
+    now = [1000.0]
+    throttle = LoginThrottle(account_limit=2, account_ceiling=4, address_limit=100, max_keys=4, known_for=3600,
+                             clock=lambda: now[0])
+    bo = ("bo@example.com", "bo's password")
+    others = [(f"u{i}@example.com", f"u{i}'s password") for i in range(8)]
+    door = remembering_door(throttle, bo, *others)
+    assert door.remembered_basic(*bo, client="10.0.0.1") is not None
+    for login in others[:3]:
+        now[0] += 1
+        assert door.remembered_basic(*login, client="10.0.1.1") is not None
+    now[0] += 30
+    assert door.remembered_basic(*bo, client="10.0.0.1") is not None   # within the minute: not renewed
+    assert throttle._known[bo[0]]["10.0.0.1"] == 1000 + 3600 and next(iter(throttle._known)) == bo[0]
+    now[0] += 30
+    assert door.remembered_basic(*bo, client="10.0.0.1") is not None   # a minute on: renewed, and last
+    assert throttle._known[bo[0]]["10.0.0.1"] == now[0] + 3600 and list(throttle._known)[-1] == bo[0]
+    for login in others[3:6]:   # three more accounts: the three least recently logged in to go
+        now[0] += 1
+        assert door.remembered_basic(*login, client="10.0.1.1") is not None
+    assert sorted(throttle._known) == sorted([bo[0], *(email for email, _ in others[3:6])])
+    fill_ceiling(throttle, bo[0])
+    assert door.remembered_basic(*bo, client="10.0.0.1") is not None
+    assert door.remembered_basic(*bo, client="10.0.0.9") is None
 
 
 # --- the same password at once, on a slow machine ----------------------------------------------
-
-HELD = "a held password"   # a verification of this password waits for the test's release
-
-
-class Held:
-    def __init__(self) -> None:
-        self.entered = threading.Semaphore(0)
-        self.release = threading.Event()
-        self.started = 0
-
-
-@pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
-    state = Held()
-    real = access._verify
-
-    def verify(stored: str, password: str) -> bool:
-        if password == HELD:
-            state.started += 1
-            state.entered.release()
-            assert state.release.wait(60), "the test never released the held verification"
-        return real(stored, password)
-    monkeypatch.setattr(access, "_verify", verify)
-    try:
-        yield state
-    finally:
-        state.release.set()
-
 
 def background(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
     """``fn(*args)`` in a thread; its answer (or the exception it raised) lands in the list."""
