@@ -22,6 +22,11 @@ Public functions:
 ``reach_problems(conn, org_id, agent_id, paths) -> list[str]``
     One problem per embed of a note the task's agent may never read: another agent's own note, or
     a note of a guild other than its own. A task save refuses them (store.tasks).
+``embed_choices(conn, agent, tables, find, limit) -> (paths, more)`` / ``may_embed(conn, agent, tables, path)``
+    What the task editor's Insert box offers, and whether a path typed whole is one of them: the
+    tables the agent reaches and the live notes its task may embed (the same rule as
+    ``reach_problems``: its own, its guild's, the organisation's), so the box never offers what a
+    save refuses.
 ``expand_task(conn, agent, task) -> str``
     The task with note embeds inlined (their body and one nested hop), collection embeds turned
     into the table's name, within the 64 KB embed budget, spent in document order: an embed is
@@ -38,7 +43,7 @@ Public functions:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
@@ -208,6 +213,50 @@ def reach_problems(conn: Conn, org_id: int, agent_id: int, paths: Iterable[str])
         if why:
             out.append(f"![[{path}]] {why}; {where}")
     return out
+
+
+def embed_choices(conn: Conn, agent: Agent, tables: Sequence[str], find: str = "",
+                  limit: int = 50) -> tuple[list[str], bool]:
+    """What the task editor offers to embed (the spec's Insert table and Insert note), those whose
+    display path holds ``find`` (any case) when it is given: ``tables`` (the display paths of the
+    tables the agent reaches), then the notes of the scopes its task may embed (``_beyond_reach``
+    refuses the others), the organisation's, its guild's and its own, each by name; at most
+    ``limit`` of them, and whether there are more. One query for the notes, reading at most
+    ``limit`` of each scope."""
+    from store import notes  # (store.notes imports this module)
+    folded = find.casefold()
+    found = [t for t in tables if folded in t.casefold()]
+    owners = notes.first_notes(conn, agent.org_id, guild_ids=_reached(agent, "guild"),
+                               agent_ids=_reached(agent, "agent"), limit=limit, find=find, in_path=True)
+    paths, total = list(found), len(found)
+    for owner in owners:  # the organisation, the guild, the agent: first_notes's order
+        paths += [n["display_path"] for n in owner["notes"]]
+        total += owner["count"]
+    return paths[:limit], total > limit
+
+
+def _reached(agent: Agent, level: str) -> list[int]:
+    """The owner of ``level`` (guild, agent) whose notes ``agent``'s task may embed, asked of
+    ``_beyond_reach`` so the offer follows the save's rule."""
+    owner = agent.guild_id if level == "guild" else agent.id
+    probe = Target("note", agent.org_id, level, owner, "")  # type: ignore[arg-type]
+    return [] if _beyond_reach(probe, agent.id, agent.guild_id) else [owner]
+
+
+def may_embed(conn: Conn, agent: Agent, tables: Sequence[str], path: str) -> bool:
+    """Whether ``path`` (as typed) is one of ``tables`` (the display paths of the tables the agent
+    reaches) or a live note ``agent``'s task may embed (its own, its guild's or the organisation's,
+    as ``reach_problems`` decides for a save): what the Insert box takes when it was typed whole."""
+    if path in tables:
+        return True
+    try:
+        target = parse(path)
+    except StoreError:
+        return False
+    if target.family != "note" or target.org_id != agent.org_id or _beyond_reach(target, agent.id, agent.guild_id):
+        return False
+    live = _targets(conn, agent.org_id, [target.path])
+    return live.get(target.path, ("",))[0] == "note"
 
 
 def _private_family(path: str) -> str | None:

@@ -126,6 +126,33 @@ def test_a_task_save_refuses_another_guilds_or_another_agents_note_and_saves_not
             == "own body / guild body"
 
 
+def test_the_insert_box_offers_exactly_what_a_task_save_takes(db, boot) -> None:
+    """The task editor's Insert box (embed_choices, may_embed) and the save (reach_problems) ask
+    one rule: the box offers the agent's own, its guild's and the organisation's notes and the
+    tables it reaches, never a note the save would refuse, nor a memory or a note that is gone."""
+    org, agent_id = boot["org_id"], boot["agent_id"]
+    paths, _far_guild, _far_agent = _neighbours(db, boot)
+    table = f"org/{org}/collections/leads"
+    others = {"memory": f"org/{org}/agents/{agent_id}/memory.md", "missing": f"org/{org}/agents/{agent_id}/gone.md",
+              "other org": f"org/{org + 1000}/hub.md", "not a path": "hub.md"}
+    with db.connection() as conn:
+        agent = load_agent(conn, agent_id, {org})
+        offered, more = embeds.embed_choices(conn, agent, [table])
+        assert not more and offered == [table, paths["org"], paths["guild"], paths["own"]]
+        for name, path in {**paths, **others, "table": table}.items():
+            refused = embeds.reach_problems(conn, org, agent_id, [path]) + embeds.private_embed_problems(org, [path])
+            may = embeds.may_embed(conn, agent, [table], path)
+            assert may == (name in ("own", "guild", "org", "table")), name
+            assert not (may and refused), (name, refused)
+            assert may or path not in offered, name
+        # A table the agent does not reach is not offered, nor taken when typed whole.
+        assert not embeds.may_embed(conn, agent, [], table)
+        # Another guild's and another agent's notes are not found either; a find is any case.
+        assert embeds.embed_choices(conn, agent, [], find="plans") == ([], False)
+        assert embeds.embed_choices(conn, agent, [], find="diary") == ([], False)
+        assert embeds.embed_choices(conn, agent, [table], find="OURS") == ([paths["guild"]], False)
+
+
 def test_the_nested_hop_never_inlines_another_guilds_or_agents_note(db, boot) -> None:
     """An organisation note (which agents may write) embedding another guild's and another agent's
     note does not carry them into a task that embeds it: markers, listed among the warnings, while

@@ -16,7 +16,7 @@ from store import records
 from store.access import SYSTEM
 from store.grants import COLLECTION_COLUMNS, Collection
 from tests.conftest import RunningServer, wait_for_lock_waiters
-from tests.web_browser import Browser, browser, chromium, csrf_of, web_login  # noqa: F401 - fixtures
+from tests.web_browser import Browser, browser, chromium, csrf_of, phone, web_login  # noqa: F401 - fixtures
 from test_records_support import LEADS, bulk_records, make_collection, ok
 
 # The reviewer's table: prospective sites, with a stage, a size and notes.
@@ -229,16 +229,6 @@ def test_a_page_past_the_end_and_a_page_that_is_no_number_say_so(browser: Browse
 
 
 # --- 6. phone width ----------------------------------------------------------------------------------
-
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Browser]:
-    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
-    try:
-        yield browser
-    finally:
-        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-
 
 # The words of an element's text that the layout split across lines (a word on two lines has two
 # boxes).

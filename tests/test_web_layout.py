@@ -9,10 +9,10 @@ from typing import Any
 
 from store import admin
 from tests.conftest import insert_notes
-from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
+from tests.web_browser import Browser, browser, chromium, phone  # noqa: F401 - fixtures
 from test_records_support import LEADS, make_collection
 from test_web_notes import login, press
-from test_web_phone import WIDTH, overflowing, phone, sideways  # noqa: F401 - fixture
+from test_web_phone import WIDTH, overflowing, sideways
 
 LONG_GUILD = "The regional partnerships and channel sales guild of the northern hemisphere offices"
 LONG_ORG = "Northern Hemisphere Regional Partnerships Holding Company Limited"

@@ -17,10 +17,10 @@ from store import admin, notes
 from store.access import Actor
 from tests.conftest import insert_notes, running_gateway
 from tests.test_dav_scale import _RUN, counted_db  # noqa: F401 - fixture
-from tests.web_browser import Browser, browser, chromium, web_login  # noqa: F401 - fixtures
+from tests.web_browser import Browser, browser, chromium, phone, viewport, web_login  # noqa: F401 - fixtures
 from test_records_support import LEADS, call_tool, make_collection, ok
 from test_web_notes import follow, login, press
-from test_web_phone import WIDTH, phone, sideways  # noqa: F401 - fixture
+from test_web_phone import WIDTH, sideways
 
 SHOTS = Path("/tmp/f9")  # the screenshots a reviewer looks at, beside the suite's own (tests/screenshots)
 
@@ -123,15 +123,11 @@ def test_a_guilds_files_are_paged_found_by_name_and_sorted(browser: Browser, db,
     assert all("deleted" in r.text for r in removed)
     assert removed[-1].rect["y"] < browser.find("tr.note").rect["y"]
     assert browser.find("#recently-deleted").rect["y"] < browser.find("form.notes-find").rect["y"]
-    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": 1366, "height": 768, "deviceScaleFactor": 1, "mobile": False})
-    try:
+    with viewport(browser, 1366, 768, mobile=False):
         browser.open(f"/notes?scope=guild-{guild}")
         keep(browser, "files-desktop-1366")
         browser.driver.execute_script("document.querySelector('.pager.bottom').scrollIntoView({block: 'end'})")
         keep(browser, "files-desktop-1366-bottom")
-    finally:
-        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     # The pager: Last, then Previous; each page its notes by name.
     follow(browser, browser.find("#summary a[rel=last]"))
     assert args(browser)["page"] == ["5"] and names(browser) == live[400:]

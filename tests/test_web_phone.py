@@ -5,27 +5,14 @@ per row with every link and Save on the screen), the bar keeps the person's name
 readable, and a record's form is one column of full-width fields."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from store import admin
-from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
+from tests.web_browser import PHONE, Browser, browser, chromium, phone  # noqa: F401 - fixtures
 from test_records_support import LEADS, call_tool, make_collection, ok
 from test_web_notes import login
 
-WIDTH = 390
-
-
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Browser]:
-    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": WIDTH, "height": 844, "deviceScaleFactor": 1, "mobile": True})
-    try:
-        yield browser
-    finally:
-        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+WIDTH = PHONE[0]
 
 
 def sideways(browser: Browser) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import math
 import re
 import time
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.web_browser import Browser, browser, chromium  # noqa: F401 - fixtures
+from tests.web_browser import Browser, browser, chromium, desktop, phone  # noqa: F401 - fixtures
 from test_records_support import LEADS, bulk_records, make_collection, ok
 from test_web_notes import login
 
@@ -39,27 +40,6 @@ def wide(db, boot, server, operator) -> dict[str, Any]:
         body = {c["name"]: f"record {n} {c['name']} a rather long value to widen the column" for c in WIDE}
         ok(operator.post(f"{server.url}/api/collections/{table['id']}/records", json={"body": body}), 201)
     return table
-
-
-@pytest.fixture
-def desktop(browser: Browser) -> Iterator[Browser]:
-    """The reviewer's desktop window: 1366 x 900."""
-    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": False})
-    try:
-        yield browser
-    finally:
-        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-
-
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Browser]:
-    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
-    try:
-        yield browser
-    finally:
-        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 class PageRenders(logging.Handler):
@@ -121,21 +101,26 @@ def test_a_burst_of_changes_is_one_refresh_a_second_not_one_per_change(
     access_log.addHandler(renders)
     try:
         url = f"{server.url}/api/collections/{leads['id']}/records/5"
+        started = time.monotonic()
         for n in range(50):  # about 20 a second, as the reviewer's agent wrote
             ok(operator.patch(url, json={"body": {"email": f"change{n}@example.com"}}))
             time.sleep(0.05)
         row = "#grid tr[data-href*='/records/5'] td:nth-child(2)"
         browser.wait(lambda d: browser.find(row).text == "change49@example.com", timeout=20)
+        # From the first change until the page showed the last: however long a slow machine took.
+        arriving = time.monotonic() - started
         # The status says when, as before. A fetch that was still due may follow: waited for
         # (longer than the refresh's gap), then counted too.
         assert re.fullmatch(r"Live · updated \d\d:\d\d:\d\d UTC", browser.find("#live-status").text)
         time.sleep(2.5)
     finally:
         access_log.removeHandler(renders)
-    # 50 changes in about three seconds, each of which fetched the page (all 50 before the fix):
-    # now about one fetch a second while they arrive.
-    print(f"{renders.count} page renders for 50 changes")
-    assert 1 <= renders.count <= 8, f"{renders.count} page renders for 50 changes"
+    # At most one fetch a second while the changes arrive, one more for the last of them and one
+    # that was due (each fetched the page before the fix: 50). The bound follows the seconds they
+    # took, so a slow machine does not fail it; it stays far below 50 unless coalescing is gone.
+    bound = math.ceil(arriving) + 3
+    print(f"{renders.count} page renders for 50 changes in {arriving:.1f} s (at most {bound})")
+    assert 1 <= renders.count <= bound, f"{renders.count} page renders for 50 changes in {arriving:.1f} s"
     assert browser.find(row).text == "change49@example.com"
     assert browser.find("#total").text == "60"
     browser.check_console()
@@ -160,13 +145,17 @@ def test_changes_during_a_slow_fetch_are_taken_in_by_one_more_fetch(
             .finally(() => { window.inFlight--; });
         };""")
     url = f"{server.url}/api/collections/{leads['id']}/records/7"
+    started = time.monotonic()
     for n in range(30):
         ok(operator.patch(url, json={"body": {"score": 1000 + n}}))
     row = "#grid tr[data-href*='/records/7'] td:nth-child(4)"
-    browser.wait(lambda d: browser.find(row).text == "1029", timeout=20)
+    browser.wait(lambda d: browser.find(row).text == "1029", timeout=30)
+    took = time.monotonic() - started
     counts = browser.driver.execute_script("return [window.gridFetches, window.mostInFlight]")
     assert counts[1] == 1, f"{counts[1]} grid fetches in flight at once"
-    assert 1 <= counts[0] <= 6, f"{counts[0]} grid fetches for 30 changes"
+    # About one a second at most, however long the 30 changes took on this machine (one for each
+    # would be 30).
+    assert 1 <= counts[0] <= int(took) + 3 < 30, f"{counts[0]} grid fetches for 30 changes in {took:.1f} s"
 
 
 # --- 2. a refresh keeps the grid's scroll, and the status moves nothing ---------------------------

@@ -5,6 +5,9 @@ and PostgreSQL of tests/conftest.py.
 Every page the browser opens is checked for console errors (a CSP violation, a failing script, a
 404 asset): any error fails the test. ``shot(label)`` saves a screenshot to tests/screenshots/.
 
+``viewport(browser, width, height, mobile=)`` shows pages at another screen size for a while;
+the ``phone`` (390 x 844) and ``desktop`` (1366 x 900) fixtures are the browser at those sizes.
+
 Also ``web_login``: a requests session logged in through the login form, for asserting what
 the pages do without a browser (statuses, headers, CSRF).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +205,34 @@ def browser(chromium: Any, server: RunningServer, request: pytest.FixtureRequest
     errors = b.console_errors()
     chromium.get("about:blank")
     assert not errors, f"console errors: {errors}"
+
+
+# The screens the layout tests use: a phone as an iPhone shows it, and a reviewer's desktop window.
+PHONE = (390, 844)
+DESKTOP = (1366, 900)
+
+
+@contextmanager
+def viewport(browser: Browser, width: int, height: int, *, mobile: bool) -> Iterator[Browser]:
+    """``browser`` showing pages at ``width`` x ``height`` CSS pixels (``mobile``: as a phone's
+    browser lays them out) until the block ends."""
+    browser.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+    try:
+        yield browser
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[Browser]:
+    """The browser on a phone-sized screen (PHONE)."""
+    with viewport(browser, *PHONE, mobile=True) as b:
+        yield b
+
+
+@pytest.fixture
+def desktop(browser: Browser) -> Iterator[Browser]:
+    """The browser in a desktop window (DESKTOP)."""
+    with viewport(browser, *DESKTOP, mobile=False) as b:
+        yield b

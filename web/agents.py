@@ -21,11 +21,11 @@ from flask import Blueprint, jsonify, redirect, render_template, request, url_fo
 from flask.typing import ResponseReturnValue
 
 from store import collections as colls
-from store import embeds, grants, memory, notes, orgs, scripts, tasks
+from store import embeds, grants, memory, orgs, scripts, tasks
 from store import state as state_view
 from store.agents import Agent, load_agent
-from store.errors import Invalid, Locked, NotFound, PreconditionFailed, StoreError, TooLarge
-from store.paths import nfc, parse
+from store.errors import Invalid, Locked, NotFound, PreconditionFailed, TooLarge
+from store.paths import nfc
 from web.errors import status_of
 from web.forms import form_id, left_out, left_out_sentence
 from web.notes import (as_stored, as_typed, diff_lines, embed_list, provenance, render_markdown, same_text,
@@ -43,42 +43,15 @@ DONE = {"saved": "Task saved; the previous text is kept in the revisions.",
 MODE_WORKS = "Send mode as read, write, none, or empty to follow the guild's mode."
 
 # Paths the task editor's Insert box offers at once: on the page, and in each answer of its
-# find (GET /agents/<id>/embeds?q=), which the box asks as the person types. A task may embed any
-# of the agent's own notes, its guild's, the organisation's and its tables (10 000 notes each):
-# what the box offers is found, not listed whole.
+# find (GET /agents/<id>/embeds?q=), which the box asks as the person types. What a task may embed
+# (the agent's own notes, its guild's, the organisation's, 10 000 each, and its tables) is the
+# store's rule (store.embeds.embed_choices, may_embed): what the box offers is found, not listed whole.
 EMBED_CHOICES = 50
 
 
-def embed_choices(conn: Any, agent: Agent, reach: list[tuple[Any, str]], find: str = "",
-                  limit: int = EMBED_CHOICES) -> tuple[list[str], bool]:
-    """What the task editor offers to embed (the spec's Insert table and Insert note), those whose
-    display path holds ``find`` (any case) when it is given: the tables the agent reaches, then the
-    organisation's notes, its guild's and its own, each by name; at most ``limit`` of them, and
-    whether there are more. One query for the notes, reading at most ``limit`` of each scope."""
-    folded = find.casefold()
-    tables = [c.display_path for c, _mode in reach if folded in c.display_path.casefold()]
-    owners = notes.first_notes(conn, agent.org_id, guild_ids=[agent.guild_id], agent_ids=[agent.id],
-                               limit=limit, find=find, in_path=True)
-    paths, total = list(tables), len(tables)
-    for owner in owners:  # the organisation, the guild, the agent: first_notes's order
-        paths += [n["display_path"] for n in owner["notes"]]
-        total += owner["count"]
-    return paths[:limit], total > limit
-
-
-def embeddable(conn: Any, agent: Agent, reach: list[tuple[Any, str]], path: str) -> bool:
-    """Whether ``path`` (as typed) names a table the agent reaches or a live note of its own, its
-    guild's or the organisation's: what the Insert box takes when the person typed it whole."""
-    if path in {c.display_path for c, _mode in reach}:
-        return True
-    try:
-        target = parse(path)
-    except StoreError:
-        return False
-    if target.family != "note" or target.org_id != agent.org_id or (target.level, target.owner_id) not in (
-            ("org", None), ("guild", agent.guild_id), ("agent", agent.id)):
-        return False
-    return notes.get_note(conn, target.org_id, target.level, target.owner_id, target.name) is not None
+def _tables(reach: list[tuple[Any, str]]) -> list[str]:
+    """The display paths of the tables the agent reaches (store.grants.granted_collections)."""
+    return [c.display_path for c, _mode in reach]
 
 
 def _done(key: str, revisions: list[dict[str, Any]]) -> str | None:
@@ -107,7 +80,7 @@ def _page(agent_id: int, *, status: int = 200, editor_text: str | None = None, e
         memory_strip = provenance(conn, st["memory"]["display_path"], param="mbefore")
         task_embeds = embed_list(conn, agent.org_id, st["task"]["raw"])
         embed_problems = embeds.task_embed_problems(conn, agent, st["task"]["raw"])
-        choices, more_choices = embed_choices(conn, agent, reach)
+        choices, more_choices = embeds.embed_choices(conn, agent, _tables(reach), limit=EMBED_CHOICES)
         guild = next((g for g in orgs.directory(conn, principal(), agent.org_id)["guilds"]
                       if g["id"] == agent.guild_id), None)
     task = st["task"]
@@ -138,15 +111,15 @@ def state(agent_id: int) -> ResponseReturnValue:
 @login_required
 def find_embeds(agent_id: int) -> ResponseReturnValue:
     """The Insert box's find, as JSON: {q, paths, more, exact}. ``paths``: at most EMBED_CHOICES
-    notes and tables the task may embed whose display path holds q (any case), in embed_choices'
-    order; ``more``: there are others (typing more narrows them); ``exact``: q itself is one of
+    notes and tables the task may embed whose display path holds q (any case), in
+    store.embeds.embed_choices' order; ``more``: there are others (typing more narrows them); ``exact``: q itself is one of
     them, whether listed or not, so the box inserts a path typed whole."""
     find = nfc(request.args.get("q", "").strip())[:300]
     with db().connection() as conn:
         agent = _agent(conn, agent_id)
-        reach = grants.granted_collections(conn, agent)
-        paths, more = embed_choices(conn, agent, reach, find)
-        exact = bool(find) and (find in paths or embeddable(conn, agent, reach, find))
+        tables = _tables(grants.granted_collections(conn, agent))
+        paths, more = embeds.embed_choices(conn, agent, tables, find, limit=EMBED_CHOICES)
+        exact = bool(find) and (find in paths or embeds.may_embed(conn, agent, tables, find))
     return jsonify({"q": find, "paths": paths, "more": more, "exact": exact})
 
 

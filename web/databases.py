@@ -25,7 +25,7 @@ from store.paths import COLLECTION_NAME, collection_path, record_path
 from store.values import shown
 from web import columns_form, export, live, record_form
 from web.errors import status_of, store_error_page
-from web.forms import form_id, left_out, left_out_sentence
+from web.forms import form_id, left_out, left_out_sentence, page_arg
 from web.notes import task_links
 from web.provenance import strip as provenance_strip
 from web.security import db, in_view, login_required, principal, session
@@ -33,7 +33,6 @@ from web.security import db, in_view, login_required, principal, session
 bp = Blueprint("databases", __name__)
 
 PER_PAGE = 50
-MAX_PAGE = 10**6
 DONE = {"created": "Table created.", "saved": "Saved.", "added": "Record added.", "deleted": "Record deleted.",
         "cleared": "Every record was removed.", "columns": "Columns saved.", "access": "Access saved.",
         "merged": "A record with that unique value already existed: your values were merged into it.",
@@ -220,16 +219,6 @@ def _bound(kind: str, op: str, raw: str) -> Any:
     return record_form.value_of({"type": "datetime"}, raw)
 
 
-def _page() -> tuple[int, str | None]:
-    """(the page the URL asks for, 1 without one; the problem when ``page`` is no page number)."""
-    raw = request.args.get("page", "").strip()
-    if raw == "":
-        return 1, None
-    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_PAGE)) and 1 <= int(raw) <= MAX_PAGE:
-        return int(raw), None
-    return 1, f"page: expected a whole number from 1 to {MAX_PAGE}; got {shown(raw)}"
-
-
 def table_state(collection: Any) -> dict[str, Any]:
     """The view a table page's URL asks for; ``bad_page``: the problem of a page parameter that
     is no page number (the page answers 400 with it, as the store's sentence answers a bad sort)."""
@@ -240,7 +229,7 @@ def table_state(collection: Any) -> dict[str, Any]:
     direction = "desc" if raw_dir == "desc" else "asc"
     if raw_dir not in ("", "asc", "desc"):
         view_problems.append(f"dir={_cut(raw_dir)}: the direction is asc (ascending) or desc (descending)")
-    page, bad_page = _page()
+    page, bad_page = page_arg(shown)
     return {"q": request.args.get("q", "").strip(), "where": where, "filters": sent, "sort": sort,
             "dir": direction, "page": page, "bad_page": bad_page, "view_problems": view_problems}
 

@@ -2,6 +2,7 @@
 form left out; and the reading of every form and query string as strict UTF-8 (``register``)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO, Any
 from urllib.parse import unquote_to_bytes
 
@@ -33,6 +34,22 @@ def left_out_sentence(missing: list[str], what_works: str) -> str:
     fields = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1]) + " and " + missing[-1]
     return (f"Nothing was saved: the form did not send the field{'' if len(missing) == 1 else 's'} {fields}. "
             f"{what_works}")
+
+
+# The highest ?page= a paged list (a scope's notes, a table's records) reads; past the last page
+# it says so, and a bigger number is no page number.
+MAX_PAGE = 10**6
+
+
+def page_arg(quoted: Callable[[str], str] = lambda raw: repr(raw[:40])) -> tuple[int, str | None]:
+    """(the page the URL asks for, 1 without one; the problem when ``page`` is no page number,
+    quoting what was sent with ``quoted``)."""
+    raw = request.args.get("page", "").strip()
+    if raw == "":
+        return 1, None
+    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_PAGE)) and 1 <= int(raw) <= MAX_PAGE:
+        return int(raw), None
+    return 1, f"page: expected a whole number from 1 to {MAX_PAGE}; got {quoted(raw)}"
 
 
 # The first word of a store's problem line that names a settings field ("name ...", "purpose is
@@ -79,13 +96,12 @@ def _shown(raw: bytes) -> str:
 class NotUTF8(BadRequest):
     """400: a form field or query parameter whose bytes are not UTF-8 text."""
 
-    def __init__(self, where: str, *, query: bool = False, charset: str = "utf-8") -> None:
-        named = "UTF-8" if charset.replace("_", "-") == "utf-8" else charset.upper()
+    def __init__(self, where: str, *, query: bool = False) -> None:
         if query:
             message = (f"The address's query string has bytes that are not UTF-8 text in {where}; percent-encode"
                        " the text as UTF-8.")
         else:
-            message = (f"Nothing was saved: the form sent bytes that are not {named} text in {where}; send the text"
+            message = (f"Nothing was saved: the form sent bytes that are not UTF-8 text in {where}; send the text"
                        " as UTF-8.")
         super().__init__(description=message)
 

@@ -32,7 +32,7 @@ from store.errors import (AlreadyExists, Embedded, Invalid, LimitReached, Locked
 from store.host import HostTree
 from store.paths import Target, check_note_key, new_note_problem, nfc, note_path, parse
 from web.errors import status_of
-from web.forms import left_out, left_out_sentence
+from web.forms import left_out, left_out_sentence, page_arg
 from web.provenance import strip as provenance
 from web.security import db, in_view, login_required, principal, session
 
@@ -44,7 +44,6 @@ SCOPE_PREVIEW = 100               # notes listed per scope on the overview
 # elements, 5 000 px on a desktop and 10 000 on a phone; a guild at the 10 000-note cap is 100
 # pages, which the find box, not paging, is for.
 PAGE_SIZE = SCOPE_PREVIEW
-MAX_PAGE = 10**6
 SORTS = {"name": "name", "changed": "last change, newest first"}  # ?sort= of one scope's list
 NEW_WITHIN = timedelta(days=1)    # a note created this recently is marked new
 REMOVED_WITHIN = timedelta(days=7)  # a note deleted or moved away this recently is listed as deleted
@@ -304,16 +303,6 @@ def scopes(conn: Any, org_id: int) -> list[dict[str, Any]]:
     return out
 
 
-def _page_arg() -> tuple[int, str | None]:
-    """(the page the URL asks for, 1 without one; the problem when ``page`` is no page number)."""
-    raw = request.args.get("page", "").strip()
-    if raw == "":
-        return 1, None
-    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_PAGE)) and 1 <= int(raw) <= MAX_PAGE:
-        return int(raw), None
-    return 1, f"page: expected a whole number from 1 to {MAX_PAGE}; got {raw[:40]!r}"
-
-
 def _list_url(**changes: Any) -> str:
     """This list's URL with some parameters changed (None drops one; an empty find and the
     default sort are left out, so the first page of a plain list is /notes?scope=...)."""
@@ -329,7 +318,7 @@ def _one_scope(org_id: int, key: str) -> ResponseReturnValue:
     it. Bounded queries: the count and one page on the owner's range of artifacts_live_owner."""
     find = nfc(request.args.get("q", "").strip())
     sort = request.args.get("sort", "").strip() or "name"
-    page, page_problem = _page_arg()
+    page, page_problem = page_arg()
     problems = [page_problem] if page_problem else []
     if sort not in SORTS:
         problems.append(f"sort: expected name or changed; got {sort[:40]!r}")
