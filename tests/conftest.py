@@ -316,3 +316,13 @@ def service(server: RunningServer, boot: dict[str, Any]) -> requests.Session:
 
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def wait_until(condition: Any, what: str) -> None:
+    """Until ``condition()``, polled (it is set by another thread a moment later)."""
+    done = threading.Event()
+    for _ in range(1000):
+        if condition():
+            return
+        done.wait(0.01)
+    raise AssertionError(f"{what} did not happen within 10 s")

@@ -17,7 +17,7 @@ import requests
 from store import access, admin
 from store.errors import TooManyAttempts
 from store.throttle import BUSY, PasswordChecks
-from tests.conftest import HELD
+from tests.conftest import HELD, wait_until
 
 def background(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
     out: list[Any] = []
@@ -34,16 +34,6 @@ def assert_busy(r: requests.Response) -> None:
     assert r.status_code == 429, (r.status_code, r.text[:300])
     assert r.headers["Retry-After"] == "2"
     assert "the server is checking too many passwords just now; try again in a few seconds" in r.text
-
-
-def wait_until(condition: Any, what: str) -> None:
-    """Until ``condition()``, polled (it is set by another thread a moment later)."""
-    done = threading.Event()
-    for _ in range(1000):
-        if condition():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"{what} did not happen within 10 s")
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from store import access, admin
 from store.errors import TooManyAttempts
 from store import throttle as limits
 from store.throttle import BUSY, LoginThrottle, PasswordChecks
-from tests.conftest import HELD
+from tests.conftest import HELD, wait_until
 
 OWNER, ATTACKER = "127.0.0.1", "127.0.0.9"
 
@@ -255,15 +255,6 @@ def background(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread, out
-
-
-def wait_until(condition: Any, what: str) -> None:
-    done = threading.Event()
-    for _ in range(1000):
-        if condition():
-            return
-        done.wait(0.01)
-    raise AssertionError(f"{what} did not happen within 10 s")
 
 
 def test_logins_with_the_same_password_wait_for_the_verification_already_running(server, boot, held) -> None:
