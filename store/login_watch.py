@@ -109,11 +109,15 @@ class LoginWatch:
     # -- the follower thread -------------------------------------------------------------------
 
     def _follow(self) -> None:
+        failing = False   # (an outage is logged as it begins and as it ends, not at every retry)
         while not self._stop.is_set():
             try:
                 conn = psycopg.connect(self.conninfo, autocommit=True, **liveness(self.conninfo))
                 for channel in CHANNELS:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                if failing:
+                    log.info("remembered logins on again: the login change channel is back")
+                    failing = False
                 # From here on only libpq's calls on this connection, always under the lock: the
                 # request threads read from it too (current()), and nothing may block there.
                 with self._lock:
@@ -135,8 +139,11 @@ class LoginWatch:
                             conn.pgconn.send_query(b"SELECT 1")
                             self._ping_sent = time.monotonic()
             except (psycopg.Error, OSError, ValueError) as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                log.warning("remembered logins off: the login change channel is down (%s); retrying", first)
+                if not failing:
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    log.warning("remembered logins off: the login change channel is down (%s); retrying every "
+                                "second", first)
+                failing = True
             with self._lock:
                 self._close_locked()
             self._stop.wait(1.0)

@@ -133,6 +133,7 @@ class SearchIndexer:
     def __init__(self, conninfo: str, *, settle: float = SETTLE, poll: float = POLL) -> None:
         self.conninfo, self.settle, self.poll = conninfo, settle, poll
         self._conn: psycopg.Connection | None = None
+        self._away = False   # the last pass found the database away (logged once, not at every pass)
         self._wake = threading.Event()
         self._wake.set()   # a first pass at start: notes left waiting while no gateway ran
         self._stop = threading.Event()
@@ -177,9 +178,15 @@ class SearchIndexer:
                 # A bulk load (or the first pass after sql/015): statistics sampled while the
                 # notes were pending would keep note_find on a table scan.
                 self._conn.execute("ANALYZE artifacts")
+            if self._away:
+                log.info("search index: the database answers again; indexing what waited")
+                self._away = False
         except psycopg.OperationalError as exc:
             # The database is away: note_find computes what waits, and a later pass catches up.
-            log.warning("search index pass failed: %s", str(exc).strip().splitlines()[:1])
+            # (Said once for the outage, not at every pass.)
+            if not self._away:
+                log.warning("search index pass failed: %s", str(exc).strip().splitlines()[:1])
+            self._away = True
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

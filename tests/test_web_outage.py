@@ -71,6 +71,8 @@ def test_live_refresh_logs_an_outage_once_not_a_traceback_a_second(outage, monke
     monkeypatch.setattr(_Counted, "attempts", 0)
     monkeypatch.setattr(_Counted, "connected", 0)
     caplog.set_level(logging.INFO, logger="web.live")
+    caplog.set_level(logging.INFO, logger="store.login_watch")
+    caplog.set_level(logging.INFO, logger="store.search_index")
     leads = make_collection(server.db, boot["org_id"], "leads", PEOPLE, guild_id=boot["guild_id"])
     web = web_login(server, boot["email"], boot["password"])
     # An open table page: its stream keeps the follower running for the whole test.
@@ -83,6 +85,11 @@ def test_live_refresh_logs_an_outage_once_not_a_traceback_a_second(outage, monke
         pg.stop()
         _Counted.wait_for(lambda: _Counted.attempts >= 5)   # four attempts failed, a second apart
         during = [r for r in caplog.records if r.name == "web.live"]
+        # The process's other followers of the database say it once too (each retried every second).
+        for name in ("store.login_watch", "store.search_index"):
+            said = [r.getMessage() for r in caplog.records if r.name == name and r.levelno >= logging.WARNING]
+            assert len(said) <= 1, (name, said)
+        assert [r for r in caplog.records if r.name == "store.login_watch" and r.levelno >= logging.WARNING]
         pg.start()
         _Counted.wait_for(lambda: _Counted.connected == 2)
         # Followed again: an agent's new record reaches the open page.
