@@ -295,23 +295,18 @@ def test_a_stalled_server_ends_the_waits_on_it_and_is_answered_503_at_once_until
         paused()
         outcomes: dict[str, BaseException | None] = {}
 
-        def read() -> None:
-            try:
-                with db.connection() as conn:
-                    conn.execute("SELECT 1")
-                outcomes["read"] = None
-            except BaseException as exc:
-                outcomes["read"] = exc
+        def attempt(name: str, block: Any) -> threading.Thread:
+            """A thread running one statement in ``block`` (a read, a save), its outcome kept."""
+            def run() -> None:
+                try:
+                    with block() as conn:
+                        conn.execute("SELECT 1")
+                    outcomes[name] = None
+                except BaseException as exc:
+                    outcomes[name] = exc
+            return threading.Thread(target=run)
 
-        def save() -> None:
-            try:
-                with db.single_write() as conn:
-                    conn.execute("SELECT 1")
-                outcomes["save"] = None
-            except BaseException as exc:
-                outcomes["save"] = exc
-
-        threads = [threading.Thread(target=read), threading.Thread(target=save)]
+        threads = [attempt("read", db.connection), attempt("save", db.single_write)]
         for t in threads:
             t.start()
         for t in threads:
