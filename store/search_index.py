@@ -124,6 +124,19 @@ def _background_priority(conn: psycopg.Connection) -> None:
         pass   # another user's server, or no /proc: the indexer runs at the server's priority
 
 
+def connect(conninfo: str) -> psycopg.Connection:
+    """The indexer's own connection (autocommit: index_pending opens its transactions), with
+    asynchronous commits: a batch's commit returns without waiting for its WAL to reach the disk.
+    A vector is derived data: a crash can lose the last batches' commits (never a save's), and
+    their notes are then simply pending again, computed by the next pass and by note_find
+    meanwhile. Waiting would only put a flush per batch in the queue of the saves' flushes, on
+    the same WAL (issue 14). It runs at a lower CPU priority too (_background_priority)."""
+    conn = psycopg.connect(conninfo, autocommit=True, row_factory=dict_row, **liveness(conninfo))
+    conn.execute("SET synchronous_commit = off")
+    _background_priority(conn)
+    return conn
+
+
 class SearchIndexer:
     """A daemon thread running ``index_pending`` on a connection of its own (as the login watch
     has), so it never takes a pooled connection from a request. Several gateways (or workers)
@@ -171,9 +184,7 @@ class SearchIndexer:
     def _pass(self) -> None:
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row,
-                                             **liveness(self.conninfo))
-                _background_priority(self._conn)
+                self._conn = connect(self.conninfo)
             if index_pending(self._conn, stop=self._stop) >= ANALYZE_AFTER:
                 # A bulk load (or the first pass after sql/015): statistics sampled while the
                 # notes were pending would keep note_find on a table scan.

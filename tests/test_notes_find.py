@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 import time
 
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from api.errors import status_of
 from store import admin, memory, note_search, notes, scripts, search_index, tools
@@ -149,6 +151,20 @@ def test_the_gateway_indexes_what_any_writer_saved(db, boot, server) -> None:
             break
         assert time.monotonic() < deadline, f"{left} notes still wait for their search vector"
         time.sleep(0.2)
+
+
+def test_the_indexers_commits_do_not_wait_for_the_disk(db, boot) -> None:
+    """A vector is derived data: the indexer's connection commits asynchronously, so its flushes
+    do not queue with the saves' (a crash leaves those notes pending, to be computed again), even
+    on a server whose commits wait (the suite's server does not wait: asked for here)."""
+    insert_notes(db, boot["org_id"], "guild", boot["guild_id"], ["a note waiting for its vector"])
+    waiting = make_conninfo(db.conninfo, options="-c synchronous_commit=on")
+    with psycopg.connect(waiting) as plain:
+        assert plain.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    with search_index.connect(waiting) as conn:
+        assert conn.execute("SHOW synchronous_commit").fetchone()["synchronous_commit"] == "off"
+        assert search_index.index_pending(conn) == 1
+        assert conn.execute("SELECT count(*) AS n FROM artifacts WHERE note_search_pending").fetchone()["n"] == 0
 
 
 def test_the_indexer_takes_big_notes_a_few_at_a_time_and_never_stalls(db, boot) -> None:
