@@ -1,6 +1,6 @@
 """The Host Finder over WebDAV beside plain files (WsgiDAV's FilesystemProvider), as ratios.
 
-    .venv/bin/python -m bench.dav [--notes 10000] [--creates 10000] [--runs 3] [--peer rclone] [--peer floor]
+    .venv/bin/python -m bench.dav [--notes 10000] [--creates 10000] [--runs 3] [--peer rclone] [--peer floor] [--no-fsync]
 
 Measured the way a user runs it: `hostfinder serve --database-url URL --no-demo` in its own
 process with its default options (workers = cores, 16 threads each, no read cache), over a guild
@@ -23,7 +23,10 @@ Figures (the issue 14 table): creating ``--creates`` notes by PUT into an empty 
 Host Finder, the last 10 % of those creates against the first 10 %: flat means the 10 000th create
 costs what the first did), 1 000 PUT overwrites, 1 000 sequential GETs on one connection, 2 000
 GETs from 16 concurrent connections, PROPFIND Depth 1 of the full folder with named properties
-and with allprop. Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL.
+and with allprop. Uses HOSTFINDER_BENCH_DATABASE_URL when set, else a private PostgreSQL that
+flushes every commit to disk as the embedded one of `hostfinder serve` does (a save is durable when
+its 201 is sent; the reference's files are not flushed, as WsgiDAV never does); ``--no-fsync``
+runs it with fsync off, as the test suite does, to see the rest of a write's cost.
 
     .venv/bin/python -m bench.dav --scaling [--runs 3]
 
@@ -51,6 +54,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import psycopg
 import requests
 
 REPO = Path(__file__).resolve().parent.parent
@@ -486,12 +490,19 @@ def main() -> None:
                              "nothing behind it (serve_floor); may be given twice")
     parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
     parser.add_argument("--scaling", action="store_true", help="concurrent GETs by curl: --workers 1 and 2, the reference (and --peer)")
+    parser.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
+                        help="the private PostgreSQL flushes each commit to disk, as `hostfinder serve`'s "
+                             "embedded one does (default); --no-fsync runs it as the test suite does "
+                             "(no effect with HOSTFINDER_BENCH_DATABASE_URL: that server decides)")
     args = parser.parse_args()
     if "rclone" in args.peer and shutil.which("rclone") is None:
         raise SystemExit("--peer rclone: rclone is not installed")
     sys.path.insert(0, str(REPO))
     from bench.harness import bench_database
-    with bench_database("hf_bench_dav") as url:
+    with bench_database("hf_bench_dav", durable=args.fsync) as url:
+        with psycopg.connect(url) as conn:
+            fsync, sync = (conn.execute(f"SHOW {name}").fetchone()[0] for name in ("fsync", "synchronous_commit"))
+        print(f"PostgreSQL: fsync {fsync}, synchronous_commit {sync}", flush=True)
         if args.scaling:
             scaling(url, args.runs, "rclone" if "rclone" in args.peer else None)
             return
