@@ -54,7 +54,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import psycopg
 import requests
 
 REPO = Path(__file__).resolve().parent.parent
@@ -490,19 +489,14 @@ def main() -> None:
                              "nothing behind it (serve_floor); may be given twice")
     parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
     parser.add_argument("--scaling", action="store_true", help="concurrent GETs by curl: --workers 1 and 2, the reference (and --peer)")
-    parser.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
-                        help="the private PostgreSQL flushes each commit to disk, as `hostfinder serve`'s "
-                             "embedded one does (default); --no-fsync runs it as the test suite does "
-                             "(no effect with HOSTFINDER_BENCH_DATABASE_URL: that server decides)")
+    sys.path.insert(0, str(REPO))
+    from bench.harness import add_fsync_option, bench_database, say_durability
+    add_fsync_option(parser)
     args = parser.parse_args()
     if "rclone" in args.peer and shutil.which("rclone") is None:
         raise SystemExit("--peer rclone: rclone is not installed")
-    sys.path.insert(0, str(REPO))
-    from bench.harness import bench_database
     with bench_database("hf_bench_dav", durable=args.fsync) as url:
-        with psycopg.connect(url) as conn:
-            fsync, sync = (conn.execute(f"SHOW {name}").fetchone()[0] for name in ("fsync", "synchronous_commit"))
-        print(f"PostgreSQL: fsync {fsync}, synchronous_commit {sync}", flush=True)
+        say_durability(url)
         if args.scaling:
             scaling(url, args.runs, "rclone" if "rclone" in args.peer else None)
             return

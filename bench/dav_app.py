@@ -1,7 +1,7 @@
 """The WebDAV application's own cost, without HTTP: Host Finder's WSGI app beside WsgiDAV's
 FilesystemProvider app, each called directly in this process.
 
-    .venv/bin/python -m bench.dav_app [--requests 2000] [--runs 3]
+    .venv/bin/python -m bench.dav_app [--requests 2000] [--runs 3] [--no-fsync]
 
 bench/dav.py measures what a client sees: the HTTP server (cheroot with the parking front, the
 same for both sides), the client and the application. This one calls each WSGI application with a
@@ -11,7 +11,8 @@ their ratio, per run. Beside bench/dav.py's times over HTTP (µs per request = t
 / 1 000 or / 10 000), the difference is the HTTP layer and the client, the same for both sides: a
 Host Finder application that cost nothing would score (HTTP time - files' application time) /
 HTTP time there. (Serving both apps over HTTP from this process would measure the GIL shared
-with the client more than the servers, so that stays bench/dav.py's job.)
+with the client more than the servers, so that stays bench/dav.py's job.) As there, PostgreSQL
+flushes every commit unless ``--no-fsync``; the files' side writes without flushing, as WsgiDAV does.
 """
 from __future__ import annotations
 
@@ -72,13 +73,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
+    from bench.harness import add_fsync_option, bench_database, say_durability
+    add_fsync_option(parser)
     args = parser.parse_args()
-    from bench.harness import bench_database
     from gateway.server import Gateway
     from store import admin
     from store.db import Database
 
-    with bench_database("hf_bench_dav_app") as url:
+    with bench_database("hf_bench_dav_app", durable=args.fsync) as url:
+        say_durability(url)
         db = Database(url, max_size=4).open()
         boot, folder = seed(db, NOTES)
         org = boot["org_id"]

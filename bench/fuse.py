@@ -4,7 +4,7 @@ how soon a change made elsewhere shows through the mount, each as a ratio to the
 same files in a local folder.
 
     .venv/bin/python -m bench.fuse [--notes 10000] [--peer rclone] [--peer floor] [--peer floor-noopen]
-                                   [--requests]
+                                   [--requests] [--no-fsync]
     (HOSTFINDER_BENCH_DATABASE_URL: use that server)
 
 The notes are written through a first mount (as a user's are), then that mount is stopped and a
@@ -25,8 +25,10 @@ and libfuse's default atomic O_TRUNC lets the kernel skip truncating at all).
 ``--requests`` lists the kernel's requests for one read, one `cat`, one editor save and one `>`
 through each pyfuse3 mount, read off its /dev/fuse with strace.
 
-Without a URL it starts a private PostgreSQL in a temporary directory (fsync off, as the tests do)
-and removes it afterwards. Needs /dev/fuse."""
+Without a URL it starts a private PostgreSQL in a temporary directory and removes it afterwards:
+it flushes every commit to disk, as the embedded one of `hostfinder serve` does (an editor's save
+through the mount waits for that, as the local folder's fsync waits for the disk); ``--no-fsync``
+runs it as the tests do. Needs /dev/fuse."""
 from __future__ import annotations
 
 import argparse
@@ -48,7 +50,7 @@ import requests
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.harness import bench_database  # noqa: E402
+from bench.harness import add_fsync_option, bench_database, say_durability  # noqa: E402
 from store import admin  # noqa: E402
 from store.access import Door  # noqa: E402
 from store.db import Database  # noqa: E402
@@ -149,6 +151,7 @@ def main() -> int:
                         help="list the FUSE requests of a few single operations (needs strace)")
     parser.add_argument("--serve-floor", nargs=2, metavar=("SOURCE", "MOUNTPOINT"), help=argparse.SUPPRESS)
     parser.add_argument("--no-open", action="store_true", help=argparse.SUPPRESS)
+    add_fsync_option(parser)
     args = parser.parse_args()
     if args.serve_floor:
         return serve_floor(*args.serve_floor, no_open=args.no_open)
@@ -165,7 +168,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="hostfinder-bench-fuse-"))
     os.chmod(work, 0o755)
     try:
-        with bench_database("hf_bench_fuse") as url:
+        with bench_database("hf_bench_fuse", durable=args.fsync) as url:
+            say_durability(url)
             return mount_and_measure(args, url, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

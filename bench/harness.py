@@ -1,6 +1,7 @@
 """Where a benchmark's data lives: one fresh, migrated database, removed afterwards."""
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import tempfile
@@ -16,6 +17,23 @@ from gateway.postgres import EmbeddedPostgres
 from store import migrations
 
 ENV = "HOSTFINDER_BENCH_DATABASE_URL"
+
+
+def add_fsync_option(parser: argparse.ArgumentParser) -> None:
+    """``--fsync``/``--no-fsync`` for a benchmark whose figures include note writes: by default
+    its private PostgreSQL flushes every commit to disk, as the embedded one of `hostfinder serve`
+    does, so a save's figure includes the wait a user's save has."""
+    parser.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True,
+                        help="the private PostgreSQL flushes each commit to disk, as `hostfinder serve`'s "
+                             "embedded one does (default); --no-fsync runs it as the test suite does "
+                             "(no effect with HOSTFINDER_BENCH_DATABASE_URL: that server decides)")
+
+
+def say_durability(conninfo: str) -> None:
+    """Print whether the server measured flushes its commits: a write's figure depends on it."""
+    with psycopg.connect(conninfo) as conn:
+        fsync, sync = (conn.execute(f"SHOW {name}").fetchone()[0] for name in ("fsync", "synchronous_commit"))
+    print(f"PostgreSQL: fsync {fsync}, synchronous_commit {sync}", flush=True)
 
 
 @contextmanager
