@@ -53,7 +53,8 @@ _STORE_SQL = """
       FROM note_batch AS v
      WHERE a.id = v.id AND a.version = v.version AND a.deleted_at IS NULL AND a.note_search_pending
        AND a.id IN (SELECT id FROM artifacts WHERE id IN (SELECT id FROM note_batch)
-                       ORDER BY id FOR UPDATE SKIP LOCKED)"""
+                       ORDER BY id FOR UPDATE SKIP LOCKED)
+    RETURNING octet_length(a.content) AS size"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
 # a 256 KB note, but a pass must never stall on one): recorded as indexed with no vector, so it
@@ -62,6 +63,18 @@ _GIVE_UP_SQL = """
     UPDATE artifacts a SET note_search = NULL, note_search_version = a.version
      WHERE a.id = (SELECT id FROM artifacts WHERE deleted_at IS NULL AND note_search_pending ORDER BY id LIMIT 1)
     RETURNING a.display_path"""
+
+# The batches' index entries wait in the GIN index's pending list (sql/155: fastupdate on), and
+# the indexer merges them into the index in one sorted sweep at the end of a pass and whenever
+# the notes stored since the last merge reach MERGE_BYTES of text: each word's posting list is
+# then rewritten once per merge rather than once per note, the list stays well below the 4 MB
+# (gin_pending_list_limit) at which PostgreSQL would make whichever write crosses it (a person's
+# save among them) merge it, and note_find meets a list only while a pass runs. Merging after
+# every batch instead cost 2.5 times the WAL (a throwaway script, issue 14). Only the index's
+# owner (or a superuser) may merge: another role leaves it to PostgreSQL and autovacuum.
+MERGE_BYTES = 512 * 1024
+_MERGE_SQL = "SELECT gin_clean_pending_list('artifacts_note_search'::regclass)"
+_merge_refused = False   # said once per process, not at every pass
 
 # One indexer at a time over the whole store (several gateways and workers each run one): the
 # others would compute the same batch for nothing. An arbitrary constant ("HFINDEX").
@@ -77,12 +90,13 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
         return 0
     try:
         conn.execute(_BATCH_TABLE)
-        done = 0
+        done = unmerged = 0
         while stop is None or not stop.is_set():
             try:
                 with conn.transaction():
                     computed = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).rowcount
-                    stored = conn.execute(_STORE_SQL).rowcount if computed else 0
+                    sizes = conn.execute(_STORE_SQL).fetchall() if computed else []
+                    stored = len(sizes)
             except psycopg.Error as exc:
                 if conn.broken or conn.closed:
                     raise   # the database is away, not this note
@@ -94,12 +108,31 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
                 done += 1
                 continue
             done += stored
+            unmerged += sum(row["size"] for row in sizes)
             if not stored:
                 break
+            if unmerged >= MERGE_BYTES:
+                _merge_pending_list(conn)
+                unmerged = 0
+        if unmerged:
+            _merge_pending_list(conn)
         return done
     finally:
         if not (conn.broken or conn.closed):
             conn.execute("SELECT pg_advisory_unlock(%s)", (_PASS_KEY,))
+
+
+def _merge_pending_list(conn: Conn) -> None:
+    """Move the GIN index's pending entries into the index (see _MERGE_SQL)."""
+    global _merge_refused
+    if _merge_refused:
+        return
+    try:
+        with conn.transaction():
+            conn.execute(_MERGE_SQL)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        _merge_refused = True
+        log.info("search index: the pending list is left to PostgreSQL's own merge (%s)", str(exc).strip())
 
 
 NICE = 10   # the indexer's server process yields the CPU to the ones answering requests
