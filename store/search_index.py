@@ -70,7 +70,7 @@ _GIVE_UP_SQL = """
 # then rewritten once per merge rather than once per note, the list stays well below the 4 MB
 # (gin_pending_list_limit) at which PostgreSQL would make whichever write crosses it (a person's
 # save among them) merge it, and note_find meets a list only while a pass runs. Merging after
-# every batch instead cost 2.5 times the WAL (a throwaway script, issue 14). Only the index's
+# every batch instead cost twice the WAL (a throwaway script, issue 14). Only the index's
 # owner (or a superuser) may merge: another role leaves it to PostgreSQL and autovacuum.
 MERGE_BYTES = 512 * 1024
 _MERGE_SQL = "SELECT gin_clean_pending_list('artifacts_note_search'::regclass)"
