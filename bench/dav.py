@@ -295,7 +295,7 @@ def measure(t: Target, notes: int, creates: int, run: int) -> dict[str, float]:
     # Creates: the per-request times are kept to compare the last creates with the first.
     target = f"{t.base}/{t.new_folder(run)}"
     stamps: list[float] = []
-    # (Made before the clock starts: drawing a note's words costs the client about 0.1 ms.)
+    # (Made before the clock starts: drawing a note's words costs the client about 0.2 ms.)
     bodies = [note(i).encode() for i in range(1, creates + 1)]
     rewrites = [note(i + run).encode() for i in range(1, 1001)]
 
