@@ -140,8 +140,13 @@ class Browser:
                 el.send_keys(value)
 
     def wait(self, condition: Any, timeout: float = WAIT) -> Any:
+        """Ask ``condition`` until it holds. A live page (a table's grid) re-renders while the
+        condition reads it: an element it found can be replaced before it reads its text, and
+        the condition is then simply asked again, as for one not there yet."""
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
-        return WebDriverWait(self.driver, timeout).until(condition)
+        return WebDriverWait(self.driver, timeout,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
     def wait_for(self, css: str, timeout: float = WAIT) -> Any:
         return self.wait(lambda d: d.find_element(self.By.CSS_SELECTOR, css), timeout)
