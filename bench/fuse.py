@@ -23,7 +23,8 @@ the table shows why the mount cannot use it with pyfuse3 3.5 (every file's READ,
 then carry fh 0 and pyfuse3 hands the handler no inode, so it cannot tell which file is meant;
 and libfuse's default atomic O_TRUNC lets the kernel skip truncating at all).
 ``--requests`` lists the kernel's requests for one read, one `cat`, one editor save and one `>`
-through each pyfuse3 mount, read off its /dev/fuse with strace.
+through each pyfuse3 mount, read off its /dev/fuse with strace, each with the inode it names and a
+LOOKUP with the name (``GETATTR(3) LOOKUP(3 note.md)``: the folder's attributes, then a name in it).
 
 Without a URL it starts a private PostgreSQL in a temporary directory and removes it afterwards:
 it flushes every commit to disk, as the embedded one of `hostfinder serve` does (an editor's save
@@ -346,13 +347,14 @@ OPCODES = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 10: "UNLINK", 1
 
 def count_requests(name: str, pid: int, folder: Path) -> None:
     """Print the requests the kernel sends mount process ``pid`` for a few single operations in
-    ``folder``: each request is one read(2) of /dev/fuse, whose first 8 bytes are its length and
-    opcode. Each operation is counted warm (done twice just before), as the table's best runs are."""
+    ``folder``: each request is one read(2) of /dev/fuse, whose 40-byte header holds its length and
+    opcode (bytes 0-8) and the inode it is for (16-24), followed for a LOOKUP by the name. Each
+    operation is counted warm (done twice just before), as the table's best runs are."""
     fd = next(int(f) for f in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{f}") == "/dev/fuse")
     trace = Path(tempfile.mkstemp(prefix="bench-fuse-strace-")[1])
-    strace = subprocess.Popen(["strace", "-f", "-qq", "-xx", "-s", "8", "-e", "trace=read", "-e", "signal=none",
+    strace = subprocess.Popen(["strace", "-f", "-qq", "-xx", "-s", "72", "-e", "trace=read", "-e", "signal=none",
                                "-p", str(pid), "-o", str(trace)], stderr=subprocess.DEVNULL)
-    pattern = re.compile(rf"read\({fd}, \"((?:\\x[0-9a-f]{{2}}){{8}})")
+    pattern = re.compile(rf"read\({fd}, \"((?:\\x[0-9a-f]{{2}}){{8,72}})")
 
     def save() -> None:
         editor_saves(folder, 1)
@@ -378,8 +380,11 @@ def count_requests(name: str, pid: int, folder: Path) -> None:
             for line in trace.read_text().splitlines()[start:]:
                 m = pattern.search(line)
                 if m:
-                    opcode = int.from_bytes(bytes.fromhex(m.group(1).replace("\\x", ""))[4:8], "little")
-                    ops.append(OPCODES.get(opcode, str(opcode)))
+                    raw = bytes.fromhex(m.group(1).replace("\\x", ""))
+                    opcode = int.from_bytes(raw[4:8], "little")
+                    nodeid = int.from_bytes(raw[16:24], "little")
+                    extra = raw[40:].split(b"\0")[0].decode(errors="replace") if opcode == 1 else ""
+                    ops.append(f"{OPCODES.get(opcode, str(opcode))}({nodeid}{' ' + extra if extra else ''})")
             print(f"{name}: {label}: {len(ops)} requests: {' '.join(ops)}", flush=True)
     finally:
         strace.terminate()

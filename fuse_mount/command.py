@@ -29,6 +29,7 @@ from fuse_mount.operations import HostOperations
 from store.access import Door, Principal
 from store.changefeed import Change
 from store.db import Database
+from store.events import subscribe_local
 from store.filecache import FileCache
 from store.host import HostTree
 
@@ -107,6 +108,7 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
     runtime = open_store(POOL_SIZE)
     db = runtime.open()
     cache: FileCache | None = None
+    unsubscribe: Callable[[], None] | None = None
     try:
         principal = Door(db).principal_for_email(args.user)
         if principal is None:
@@ -123,6 +125,8 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
         # mount's change feed (_serve) keeps it, on the mount's one LISTEN connection.
         cache = FileCache(runtime.conninfo).start(listen=False)
         ops = HostOperations(lambda: HostTree(db, principal, cache=cache, content_ttl=0.0), concurrency=POOL_SIZE)
+        # The mount's own writes' change ids, as each commits: how their events are told apart.
+        unsubscribe = subscribe_local(ops.committed)
         options = set(pyfuse3.default_options) | {"fsname=hostfinder", "subtype=hostfinder"}
         try:
             pyfuse3.init(ops, mountpoint, options)
@@ -146,6 +150,8 @@ def _run(args: argparse.Namespace, open_store: Callable[[int], StoreOpener]) -> 
             log.info("unmounted %s", mountpoint)
         return 0
     finally:
+        if unsubscribe is not None:
+            unsubscribe()
         if cache is not None:
             cache.stop()
         runtime.close()
@@ -156,8 +162,9 @@ async def _serve(ops: HostOperations, cache: FileCache, conninfo: str, principal
     # kernel's re-read can never be answered from a cache that has not seen the same event yet.
     async def changed(change: Change) -> None:
         cache.apply(change.event)
+        change_id = change.event.get("change_id")
         for path in change.paths:
-            await ops.invalidate(path)
+            await ops.invalidate(path, change_id if isinstance(change_id, int) else None)
 
     async def invalidate_all() -> None:
         cache.clear()

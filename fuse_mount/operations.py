@@ -29,6 +29,7 @@ from fuse_mount.errors import log_refusal
 from fuse_mount.handles import HandleTable, OpenFile
 from fuse_mount.inodes import DirectoryListing, InodeTable, join, parent_of
 from store.errors import NotFound, PreconditionFailed, StoreError
+from store.events import tree_paths
 from store.host import is_side_path
 from fuse_mount.listings import MISSING, ListingCache, drop_folder
 from fuse_mount.own_writes import Flight, OwnWrites, Written
@@ -849,16 +850,26 @@ class HostOperations(pyfuse3.Operations):
 
     # -- outside changes (events.py) -------------------------------------------------------------
 
-    async def invalidate(self, path: str) -> None:
-        """Something changed ``path``: make the kernel ask again for its name, attributes and
-        content, and for its folder's listing. Only what the kernel was told about needs it.
+    async def invalidate(self, path: str, change_id: int | None = None) -> None:
+        """Something changed ``path`` (``change_id``: the event's, when it has one): make the
+        kernel ask again for its name, attributes and content, and for its folder's listing. Only
+        what the kernel was told about needs it.
 
         The event of a write this mount made itself comes back too, and the kernel already holds
         what that write committed (its pages are what the writer wrote, its name is where the
-        rename put it): such an event is told apart by the order events come in, without asking
-        the store (own_writes.py), and nothing is dropped for it. Any other change is dropped."""
-        if not self.own.event(path):
+        rename put it): such an event is told apart by its change id and the order events come
+        in, without asking the store (own_writes.py), and nothing is dropped for it. Any other
+        change is dropped."""
+        if not self.own.event(path, change_id):
             await self._drop(path)
+
+    def committed(self, event: dict[str, Any]) -> None:
+        """A write of this process committed (store.events.subscribe_local; in the writing
+        thread, before the write returns): its change id, for telling its event apart."""
+        change_id = event.get("change_id")
+        if isinstance(change_id, int):
+            for path in tree_paths(event):
+                self.own.committed(path, change_id)
 
     async def _drop(self, path: str) -> None:
         """Make the kernel (and the kept listings) forget ``path``, and the open descriptions of

@@ -1,7 +1,8 @@
 """The mount's own change events told apart from changes made elsewhere (fuse_mount/own_writes.py),
 order by order: taking a stranger's event for ours would leave old bytes in the kernel, so every
 order in which the two can arrive is played here. (test_fuse.py plays the same through a mount.)
-True from ``event`` means nothing is dropped; True from ``end`` means the path is dropped."""
+True from ``event`` means nothing is dropped; True from ``end`` means the path is dropped. The first
+tests play events without change ids (a side file's), placed by count."""
 from __future__ import annotations
 
 import time
@@ -75,6 +76,99 @@ def test_other_paths_and_lost_events() -> None:
     own.clear()
     flight.kept = True
     assert own.end(NOTE, flight) is True  # a save running across a reconnect is dropped
+
+
+# With change ids: the mount hears each of its writes' ids as the write commits (``committed``,
+# in the writing thread), so an event is placed against the write's own.
+
+def test_a_saves_own_event_while_it_runs_drops_nothing_and_owes_nothing() -> None:
+    own = OwnWrites(5.0)
+    flight = own.begin(NOTE)
+    own.committed(NOTE, 41)               # the write committed; it has not returned yet
+    assert own.event(NOTE, 41) is True    # its own event, back before the write returned
+    flight.kept = True
+    assert own.end(NOTE, flight) is False
+    assert own.event(NOTE, 42) is False   # the next change is from elsewhere: dropped
+
+
+def test_an_own_event_that_came_before_its_id_was_heard_is_placed_when_the_write_ends() -> None:
+    own = OwnWrites(5.0)
+    flight = own.begin(NOTE)
+    assert own.event(NOTE, 41) is True    # whose? not known yet
+    own.committed(NOTE, 41)
+    flight.kept = True
+    assert own.end(NOTE, flight) is False  # ours: the kernel holds it
+    assert own.event(NOTE, 42) is False
+
+
+def test_a_change_after_the_saves_own_event_drops_the_path() -> None:
+    own = OwnWrites(5.0)
+    flight = own.begin(NOTE)
+    own.committed(NOTE, 41)
+    assert own.event(NOTE, 41) is True
+    assert own.event(NOTE, 43) is True    # committed after ours: the kernel's bytes are older
+    flight.kept = True
+    assert own.end(NOTE, flight) is True
+
+
+def test_changes_committed_before_the_save_drop_nothing_before_or_after_it_ends() -> None:
+    own = OwnWrites(5.0)
+    flight = own.begin(NOTE)
+    assert own.event(NOTE, 39) is True    # from elsewhere, committed before our write
+    own.committed(NOTE, 41)
+    flight.kept = True
+    assert own.end(NOTE, flight) is False  # our event is still to come: 39 came before it
+    assert own.event(NOTE, 40) is True    # also before ours (events come in commit order)
+    assert own.event(NOTE, 41) is True    # ours: paid
+    assert own.event(NOTE, 44) is False   # after ours: dropped
+
+
+def test_an_event_that_cannot_be_placed_drops_the_path() -> None:
+    own = OwnWrites(5.0)
+    flight = own.begin(NOTE)
+    assert own.event(NOTE, 39) is True
+    flight.kept = True                    # but no id of ours at this path: nothing to place 39 against
+    assert own.end(NOTE, flight) is True
+    refused = own.begin(NOTE)
+    own.committed(NOTE, 45)               # (committed, yet the kernel does not hold what it wrote)
+    assert own.event(NOTE, 45) is True
+    assert own.end(NOTE, refused) is True
+
+
+def test_an_earlier_saves_event_during_a_later_save_is_not_a_debt_left_open() -> None:
+    own = OwnWrites(5.0)
+    first = own.begin(NOTE)
+    own.committed(NOTE, 41)
+    first.kept = True
+    assert own.end(NOTE, first) is False  # owes 41
+    second = own.begin(NOTE)
+    assert own.event(NOTE, 41) is True    # the first save's event, during the second
+    own.committed(NOTE, 46)
+    second.kept = True
+    assert own.end(NOTE, second) is False
+    assert own.event(NOTE, 46) is True
+    assert own.event(NOTE, 47) is False   # nothing is owed any more: a change is dropped
+
+
+def test_two_saves_at_once_place_nothing_by_id() -> None:
+    own = OwnWrites(5.0)
+    first, second = own.begin(NOTE), own.begin(NOTE)
+    own.committed(NOTE, 41)
+    own.committed(NOTE, 42)
+    assert own.event(NOTE, 41) is True
+    first.kept = second.kept = True
+    assert own.end(NOTE, first) is True   # whose bytes the kernel holds cannot be told: dropped
+    assert own.end(NOTE, second) is True
+
+
+def test_a_reconnect_forgets_the_ids_heard() -> None:
+    own = OwnWrites(5.0)
+    flight = own.begin(NOTE)
+    own.committed(NOTE, 41)
+    flight.kept = True
+    assert own.end(NOTE, flight) is False
+    own.clear()
+    assert own.event(NOTE, 41) is False   # after missed events nothing is taken for ours
 
 
 def test_written_keeps_bounded_bytes() -> None:
