@@ -81,6 +81,14 @@ def test_other_paths_and_lost_events() -> None:
 # With change ids: the mount hears each of its writes' ids as the write commits (``committed``,
 # in the writing thread), so an event is placed against the write's own.
 
+def saved_as(own: OwnWrites, change_id: int, path: str = NOTE) -> None:
+    """A save whose own event (``change_id``) has not come back when the save returns."""
+    flight = own.begin(path)
+    own.committed(path, change_id)
+    flight.kept = True
+    assert own.end(path, flight) is False
+
+
 def test_a_saves_own_event_while_it_runs_drops_nothing_and_owes_nothing() -> None:
     own = OwnWrites(5.0)
     flight = own.begin(NOTE)
@@ -137,10 +145,7 @@ def test_an_event_that_cannot_be_placed_drops_the_path() -> None:
 
 def test_an_earlier_saves_event_during_a_later_save_is_not_a_debt_left_open() -> None:
     own = OwnWrites(5.0)
-    first = own.begin(NOTE)
-    own.committed(NOTE, 41)
-    first.kept = True
-    assert own.end(NOTE, first) is False  # owes 41
+    saved_as(own, 41)                     # owes 41
     second = own.begin(NOTE)
     assert own.event(NOTE, 41) is True    # the first save's event, during the second
     own.committed(NOTE, 46)
@@ -163,10 +168,7 @@ def test_two_saves_at_once_place_nothing_by_id() -> None:
 
 def test_a_reconnect_forgets_the_ids_heard() -> None:
     own = OwnWrites(5.0)
-    flight = own.begin(NOTE)
-    own.committed(NOTE, 41)
-    flight.kept = True
-    assert own.end(NOTE, flight) is False
+    saved_as(own, 41)
     own.clear()
     assert own.event(NOTE, 41) is False   # after missed events nothing is taken for ours
 
