@@ -10,13 +10,14 @@ same files in a local folder.
 The notes are bench.dav's, 1-4 KB of prose-like text each (until 3 December they were one
 150-byte sentence), written through a first mount (as a user's are); then that mount is stopped
 and a fresh `hostfinder mount` with its default options is measured: nothing is warm that a
-user's first `ls -l` after mounting would not find warm. ``--peer rclone`` mounts a copy of the local folder with
-`rclone mount --vfs-cache-mode writes` beside it: another FUSE file system in a user-space process
-over the same files, so its ratio shows what the FUSE round trips cost with a fast backend (a local
-disk), and ours shows what the store adds on top. ``--peer floor`` mounts the smallest pyfuse3 file
-system that can run these operations (``Floor`` below: the same files in memory, the same cache
-timeouts and keep_cache as the mount, no store, no checks): the ratio no pyfuse3 mount can go below
-on this machine, what the kernel's requests and pyfuse3's trio loop cost by themselves.
+user's first `ls -l` after mounting would not find warm. ``--peer rclone`` mounts a copy of the
+local folder with `rclone mount --vfs-cache-mode writes` beside it: another FUSE file system in a
+user-space process over the same files, so its ratio shows what the FUSE round trips cost with a
+fast backend (a local disk), and ours shows what the store adds on top. ``--peer floor`` mounts
+the smallest pyfuse3 file system that can run these operations (``Floor`` below: the same files in
+memory, the same cache timeouts and keep_cache as the mount, no store, no checks): the ratio no
+pyfuse3 mount can go below on this machine, what the kernel's requests and pyfuse3's trio loop
+cost by themselves.
 ``--peer floor-noopen`` is that file system answering OPEN with ENOSYS, after which the kernel
 sends no OPEN or RELEASE for any file again (zero-message opens, libfuse's
 FUSE_CAP_NO_OPEN_SUPPORT): its timings show what that would save, and the check printed after
