@@ -13,6 +13,7 @@ the pages do without a browser (statuses, headers, CSRF).
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -181,22 +182,27 @@ class Browser:
 
 
 @pytest.fixture(scope="session")
-def chromium() -> Iterator[Any]:
-    """One headless Chromium for the whole run (starting one per test would cost seconds each)."""
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium for the whole run (starting one per test would cost seconds each).
+    Its temporary files go to a folder of the run's own (TMPDIR), removed after it: Chromium left
+    a dozen socket folders in /tmp at every run otherwise."""
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+    scratch = tmp_path_factory.mktemp("chromium")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1440,1000", "--disable-extensions", "--no-first-run", "--lang=en-GB"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver = webdriver.Chrome(options=options,
+                              service=Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": str(scratch)}))
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture
