@@ -96,10 +96,10 @@ class OwnWrites:
             while len(self._published) > _MAX_PUBLISHED:
                 del self._published[next(iter(self._published))]
 
-    def _mine(self, change_id: object, key: str) -> bool:
+    def _mine(self, change_id: int | None, key: str) -> bool:
         """Whether ``change_id`` at ``key`` is one of our writes' (forgotten once asked: each
         event comes once)."""
-        if not isinstance(change_id, int):
+        if change_id is None:
             return False
         with self._lock:
             if (change_id, key) not in self._published:
@@ -132,12 +132,9 @@ class OwnWrites:
         if entry is None or flight not in entry.flights:
             return bool(flight.events)
         entry.flights.remove(flight)
-        # Events that came while it ran, before it returned: those now known to be ours.
-        ours = {e for e in flight.events if isinstance(e, int) and self._mine(e, key)}
-        if ours:
-            for other in [flight, *entry.flights]:
-                other.events = [OURS if e in ours else e for e in other.events]
-        events = flight.events
+        # Events that came while it ran, before it returned: those now known to be ours. (A write
+        # that ran beside another of ours is not alone: any event drops it, whoever's it was.)
+        events = [OURS if isinstance(e, int) and self._mine(e, key) else e for e in flight.events]
         coming = self._coming(key, flight) if flight.kept and flight.alone else set()
         last_own = max((n for n, e in enumerate(events) if e == OURS), default=-1)
         if events and not self._older(events, last_own, flight.kept and flight.alone, bool(coming)):
