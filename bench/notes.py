@@ -61,7 +61,7 @@ def run(dburl: str, writes: int, finds: int, n_notes: int) -> None:
                               FROM generate_series(1, %(n)s) AS i""", {"o": org, "g": guild, "n": n_notes})
             # What the gateway's indexer does within moments of a write (store/search_index.py).
             search_index.index_pending(conn)
-            conn.execute("ANALYZE artifacts")
+            conn.execute("ANALYZE artifacts, note_vectors")
             queries = [f"topic{i % 97} marker{(i * 37) % n_notes}" for i in range(finds)]
             t = time.perf_counter()
             for q in queries:
@@ -69,10 +69,11 @@ def run(dburl: str, writes: int, finds: int, n_notes: int) -> None:
             store_f = time.perf_counter() - t
             t = time.perf_counter()
             for q in queries:
-                conn.execute("""SELECT display_path, version, updated_at FROM artifacts
-                                 WHERE kind = 'note' AND deleted_at IS NULL AND org_id = %s
-                                   AND note_search @@ websearch_to_tsquery('simple', %s)
-                                 ORDER BY ts_rank_cd(note_search, websearch_to_tsquery('simple', %s)) DESC
+                conn.execute("""SELECT a.display_path, a.version, a.updated_at
+                                  FROM note_vectors v JOIN artifacts a ON a.id = v.note_id AND a.version = v.version
+                                 WHERE a.kind = 'note' AND a.deleted_at IS NULL AND a.org_id = %s
+                                   AND v.vector @@ websearch_to_tsquery('simple', %s)
+                                 ORDER BY ts_rank_cd(v.vector, websearch_to_tsquery('simple', %s)) DESC
                                  LIMIT 20""", (org, q, q)).fetchall()
             raw_f = time.perf_counter() - t
             total = conn.execute("SELECT count(*) AS n FROM artifacts WHERE kind = 'note'").fetchone()["n"]

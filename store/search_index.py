@@ -1,13 +1,15 @@
-"""Notes' search vectors, written after the save instead of inside it (sql/015).
+"""Notes' search vectors, written after the save instead of inside it (sql/015, sql/156).
 
 Computing a note's vector is most of what its write costs PostgreSQL (about 0.2 ms of 0.35 ms for
-a 2.5 KB note), and an editor saves often. So a write only raises the note's version, and this
-indexer catches up: ``index_pending`` fills the vectors of notes whose ``note_search_version`` is
-behind their ``version`` (``note_search_pending``), a batch per transaction, and
+a 2.5 KB note), and an editor saves often. So a write only raises the note's version, which puts
+the note in note_index_queue (a trigger, sql/156), and this indexer catches up: ``index_pending``
+computes the queued notes' vectors into note_vectors, a batch per transaction, and
 ``SearchIndexer`` runs it in a thread of each gateway process, soon after that process's own note
 writes and every few seconds for everyone else's (another gateway, the mount, the platform).
-note_find stays exact meanwhile: it computes the vectors of the notes still waiting
-(store/note_search.py), so the indexer decides how fast note_find is, never what it finds.
+note_find stays exact meanwhile: it computes the vectors of the notes still queued
+(store/note_search.py), so the indexer decides how fast note_find is, never what it finds. The
+vectors' tables are unlogged: derived data needs no WAL, and the saves' commits no longer flush
+the indexer's.
 """
 from __future__ import annotations
 
@@ -29,40 +31,59 @@ ANALYZE_AFTER = 2000    # a pass that filled this many refreshes the planner's s
 SETTLE = 0.3            # seconds after a local note write before indexing: a burst is one pass
 POLL = 3.0              # seconds between looks for notes written by other processes
 
-# A batch: the first waiting notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
+# A batch: the first queued notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
 # least one), with their vectors, into a temporary table of this connection. Computed under no
 # lock, so a save never waits for the indexer to compute, and kept in the server, so the vectors
 # never pass through the gateway's Python (whose requests share its interpreter); _STORE_SQL
 # then keeps each vector only where the note is still at the version it was computed from (a
-# note saved meanwhile stays waiting, for the next batch).
+# note saved meanwhile stays queued, for the next batch). A queued row that is no longer a live
+# note (deleted since) comes with no vector, and only leaves the queue.
 _BATCH_TABLE = """CREATE TEMPORARY TABLE IF NOT EXISTS note_batch
-                      (id bigint, version integer, vector tsvector) ON COMMIT DELETE ROWS"""
+                      (id bigint, version integer, vector tsvector, live boolean) ON COMMIT DELETE ROWS"""
 _BATCH_SQL = """
-    INSERT INTO note_batch (id, version, vector)
-    SELECT id, version, note_vector(key, content)
-      FROM (SELECT id, version, key, content, row_number() OVER w AS n, sum(octet_length(content)) OVER w AS upto
-              FROM artifacts WHERE deleted_at IS NULL AND note_search_pending
-            WINDOW w AS (ORDER BY id) ORDER BY id LIMIT %(batch)s) AS first
+    INSERT INTO note_batch (id, version, vector, live)
+    SELECT id, version, CASE WHEN live THEN note_vector(key, content) END, live
+      FROM (SELECT q.note_id AS id, a.version, a.key, a.content, a.deleted_at IS NULL AND a.kind = 'note' AS live,
+                   row_number() OVER w AS n, sum(octet_length(a.content)) OVER w AS upto
+              FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id
+            WINDOW w AS (ORDER BY q.note_id) ORDER BY q.note_id LIMIT %(batch)s) AS first
      WHERE n = 1 OR upto <= %(bytes)s"""
-# The rows are locked first with SKIP LOCKED: a row a write holds is left for a later batch. So
-# the indexer never waits for a lock, and cannot close a deadlock with a transaction that writes
-# two notes (a move over a note takes both rows, in whichever order): PostgreSQL would end one of
-# the two, and it could be the person's save.
+# The notes' rows are locked first (FOR SHARE, which a save's update waits for) with SKIP LOCKED:
+# a row a write holds is left for a later batch. So the indexer never waits for a lock, and
+# cannot close a deadlock with a transaction that writes two notes (a move over a note takes both
+# rows, in whichever order): PostgreSQL would end one of the two, and it could be the person's
+# save. Holding the row is also what keeps the queue whole (sql/156): a save of the note cannot
+# commit between the vector's storing and the note's leaving the queue, and a save after them
+# queues the note again (its trigger runs once the save has the row).
 _STORE_SQL = """
-    UPDATE artifacts a SET note_search = v.vector, note_search_version = v.version
-      FROM note_batch AS v
-     WHERE a.id = v.id AND a.version = v.version AND a.deleted_at IS NULL AND a.note_search_pending
-       AND a.id IN (SELECT id FROM artifacts WHERE id IN (SELECT id FROM note_batch)
-                       ORDER BY id FOR UPDATE SKIP LOCKED)
-    RETURNING octet_length(a.content) AS size"""
+    WITH held AS (SELECT a.id, a.version FROM artifacts a
+                   WHERE a.id IN (SELECT id FROM note_batch) ORDER BY a.id FOR SHARE SKIP LOCKED),
+         ready AS (SELECT b.* FROM note_batch b JOIN held h ON h.id = b.id AND h.version = b.version),
+         stored AS (INSERT INTO note_vectors AS v (note_id, version, vector)
+                    SELECT id, version, vector FROM ready WHERE live
+                    ON CONFLICT (note_id) DO UPDATE SET version = excluded.version, vector = excluded.vector),
+         done AS (DELETE FROM note_index_queue q USING ready r WHERE q.note_id = r.id RETURNING q.note_id)
+    SELECT r.live, octet_length(a.content) AS size
+      FROM done JOIN ready r ON r.id = done.note_id JOIN artifacts a ON a.id = r.id"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
-# a 256 KB note, but a pass must never stall on one): recorded as indexed with no vector, so it
-# is found by no word rather than holding back every note after it.
+# a 256 KB note, but a pass must never stall on one): stored with no vector, so it is found by
+# no word rather than holding back every note after it.
 _GIVE_UP_SQL = """
-    UPDATE artifacts a SET note_search = NULL, note_search_version = a.version
-     WHERE a.id = (SELECT id FROM artifacts WHERE deleted_at IS NULL AND note_search_pending ORDER BY id LIMIT 1)
-    RETURNING a.display_path"""
+    WITH first AS (SELECT a.id, a.version, a.display_path FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id
+                    ORDER BY q.note_id LIMIT 1),
+         stored AS (INSERT INTO note_vectors (note_id, version, vector) SELECT id, version, NULL FROM first
+                    ON CONFLICT (note_id) DO UPDATE SET version = excluded.version, vector = NULL),
+         done AS (DELETE FROM note_index_queue WHERE note_id = (SELECT id FROM first))
+    SELECT display_path FROM first"""
+
+# After a crash the unlogged tables are empty (sql/156): every live note goes back in the queue,
+# and note_find computes every note's vector until then. One transaction, so that note_find
+# never sees the row back with the queue not yet full.
+_INTACT_SQL = "SELECT EXISTS (SELECT FROM note_index_intact) AS intact"
+_REFILL_SQL = """INSERT INTO note_index_queue (note_id)
+                 SELECT id FROM artifacts WHERE kind = 'note' AND deleted_at IS NULL ON CONFLICT DO NOTHING"""
+_INTACT_AGAIN_SQL = "INSERT INTO note_index_intact DEFAULT VALUES ON CONFLICT DO NOTHING"
 
 # The batches' index entries wait in the GIN index's pending list (sql/155: fastupdate on), and
 # the indexer merges them into the index in one sorted sweep at the end of a pass and whenever
@@ -73,7 +94,7 @@ _GIVE_UP_SQL = """
 # every batch instead cost twice the WAL (a throwaway script, issue 14). Only the index's
 # owner (or a superuser) may merge: another role leaves it to PostgreSQL and autovacuum.
 MERGE_BYTES = 512 * 1024
-_MERGE_SQL = "SELECT gin_clean_pending_list('artifacts_note_search'::regclass)"
+_MERGE_SQL = "SELECT gin_clean_pending_list('note_vectors_search'::regclass)"
 _merge_refused = False   # said once per process, not at every pass
 
 # One indexer at a time over the whole store (several gateways and workers each run one): the
@@ -83,20 +104,25 @@ _PASS_KEY = 0x4846494E444558
 
 def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | None = None) -> int:
     """Fill the search vectors of every note written since it was last indexed, a batch at a
-    time on ``conn`` (an autocommit connection), until none is left, none could be stored (notes
-    saved faster than they are indexed: a later pass) or ``stop`` is set; the number filled.
-    Returns 0 at once while another indexer is at work."""
+    time on ``conn`` (an autocommit connection), until the queue is empty, nothing in it could be
+    taken (notes saved faster than they are indexed: a later pass) or ``stop`` is set; the number
+    filled. After a crash it first queues every live note again (_REFILL_SQL). Returns 0 at once
+    while another indexer is at work."""
     if not conn.execute("SELECT pg_try_advisory_lock(%s) AS mine", (_PASS_KEY,)).fetchone()["mine"]:
         return 0
     try:
+        if not conn.execute(_INTACT_SQL).fetchone()["intact"]:
+            with conn.transaction():
+                queued = conn.execute(_REFILL_SQL).rowcount
+                conn.execute(_INTACT_AGAIN_SQL)
+            log.info("search index: the vectors were lost (a crash or a new standby); %d notes queued again", queued)
         conn.execute(_BATCH_TABLE)
         done = unmerged = 0
         while stop is None or not stop.is_set():
             try:
                 with conn.transaction():
                     computed = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).rowcount
-                    sizes = conn.execute(_STORE_SQL).fetchall() if computed else []
-                    stored = len(sizes)
+                    taken = conn.execute(_STORE_SQL).fetchall() if computed else []
             except psycopg.Error as exc:
                 if conn.broken or conn.closed:
                     raise   # the database is away, not this note
@@ -107,15 +133,20 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
                 log.warning("no search vector for %s: %s", row["display_path"] if row else "?", str(exc).strip())
                 done += 1
                 continue
-            done += stored
-            unmerged += sum(row["size"] for row in sizes)
-            if not stored:
+            filled = [row["size"] for row in taken if row["live"]]
+            done += len(filled)
+            unmerged += sum(filled)
+            if not taken:
                 break
             if unmerged >= MERGE_BYTES:
                 _merge_pending_list(conn)
                 unmerged = 0
         if unmerged:
             _merge_pending_list(conn)
+        if done >= ANALYZE_AFTER:
+            # A bulk load (or the first pass after a crash): statistics sampled while the notes
+            # were queued would misjudge note_find's arms (a long queue, few vectors).
+            conn.execute("ANALYZE note_vectors, note_index_queue")
         return done
     finally:
         if not (conn.broken or conn.closed):
@@ -160,10 +191,9 @@ def _background_priority(conn: psycopg.Connection) -> None:
 def connect(conninfo: str) -> psycopg.Connection:
     """The indexer's own connection (autocommit: index_pending opens its transactions), with
     asynchronous commits: a batch's commit returns without waiting for its WAL to reach the disk.
-    A vector is derived data: a crash can lose the last batches' commits (never a save's), and
-    their notes are then simply pending again, computed by the next pass and by note_find
-    meanwhile. Waiting would only put a flush per batch in the queue of the saves' flushes, on
-    the same WAL (issue 14). It runs at a lower CPU priority too (_background_priority)."""
+    A vector is derived data, and its tables are unlogged (sql/156): a crash empties them, and
+    the next pass queues every note again, computed by note_find meanwhile. Waiting would only put
+    a flush per batch in the queue of the saves' flushes, on the same WAL (issue 14). It runs at a lower CPU priority too (_background_priority)."""
     conn = psycopg.connect(conninfo, autocommit=True, row_factory=dict_row, **liveness(conninfo))
     conn.execute("SET synchronous_commit = off")
     _background_priority(conn)
@@ -218,10 +248,7 @@ class SearchIndexer:
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = connect(self.conninfo)
-            if index_pending(self._conn, stop=self._stop) >= ANALYZE_AFTER:
-                # A bulk load (or the first pass after sql/015): statistics sampled while the
-                # notes were pending would keep note_find on a table scan.
-                self._conn.execute("ANALYZE artifacts")
+            index_pending(self._conn, stop=self._stop)
             if self._away:
                 log.info("search index: the database answers again; indexing what waited")
                 self._away = False

@@ -192,9 +192,8 @@ def _update_sql(kind: str, *, guarded: bool = False) -> str:
     written row (id None: nothing written). ``guarded`` (the Host tree's and the web app's
     writes): nothing is written while the path is hidden from user %(hidden_for)s (hidden is then
     true), nor while %(honour_leases)s and a lease stops the change (store.locks.LEASE_SQL; lease
-    then describes it). The raised version is what makes a note's search vector stale (sql/015);
-    dropping the old vector as well spares the GIN index an entry nothing will read (the indexer
-    writes the new one)."""
+    then describes it). The raised version is what makes a note's search vector stale, and what
+    queues the note for the indexer (a trigger, sql/156)."""
     hidden = scratch.hidden_sql("%(hidden_for)s", "%(path)s") if guarded else "false"
     lease = f"CASE WHEN %(honour_leases)s THEN {locks.LEASE_SQL} END" if guarded else "NULL::jsonb"
     return compact(f"""
@@ -205,7 +204,7 @@ def _update_sql(kind: str, *, guarded: bool = False) -> str:
                         AND NOT (SELECT hold FROM h)
                       FOR UPDATE),
              upd AS (UPDATE artifacts a
-                        SET content = %(content)s, version = a.version + 1, note_search = NULL,
+                        SET content = %(content)s, version = a.version + 1,
                             updated_at = clock_timestamp(), updated_by = %(by)s
                        FROM cur
                       WHERE a.id = cur.id AND %(may_update)s
@@ -320,7 +319,7 @@ def relocate_artifact(conn: Conn, row_id: int, *, org_id: int, src: str, dst: st
         f"""UPDATE artifacts SET key = %s, display_path = %s, level = coalesce(%s, level),
                    guild_id = CASE WHEN %s::text IS NULL THEN guild_id ELSE %s END,
                    agent_id = CASE WHEN %s::text IS NULL THEN agent_id ELSE %s END,
-                   version = version + 1, note_search = NULL, updated_at = clock_timestamp(), updated_by = %s
+                   version = version + 1, updated_at = clock_timestamp(), updated_by = %s
              WHERE id = %s RETURNING {NOTE_COLUMNS}""",
         (key, dst, level, level, guild_id, level, agent_id, actor.name, row_id)).fetchone()
     record_change(conn, org_id=org_id, display_path=src, operation="move", version=row["version"], actor=actor)

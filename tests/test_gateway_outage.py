@@ -117,8 +117,7 @@ def test_requests_answer_503_during_an_outage_and_succeed_right_after(outage, ca
     deadline = time.monotonic() + 15
     while True:
         with server.db.connection() as conn:
-            waiting = conn.execute("SELECT count(*) AS n FROM artifacts WHERE note_search_pending"
-                                   " AND deleted_at IS NULL").fetchone()["n"]
+            waiting = conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"]
         if not waiting:
             break
         assert time.monotonic() < deadline, f"{waiting} notes still wait for their search vector"
@@ -395,3 +394,46 @@ def test_a_long_statement_on_a_server_that_answers_is_left_to_run(private_pg, pa
             assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
     finally:
         db.close()
+
+
+def test_a_crash_of_the_database_leaves_every_note_findable(private_pg) -> None:
+    """Notes' search vectors live in unlogged tables (sql/156), which PostgreSQL empties when it
+    recovers from a crash: note_find still finds every note by its words (computing them), and
+    the indexer's next pass queues every note again and fills them all."""
+    from psycopg.rows import dict_row
+
+    from store import note_search, notes, search_index
+    from store.access import SYSTEM
+    from store.agents import load_agent
+    pg, url = private_pg
+    db = Database(url, min_size=1, max_size=2).open()
+    try:
+        boot = admin.bootstrap(db, email="ada@example.com", password="correct horse battery")
+        org, guild = boot["org_id"], boot["guild_id"]
+        with db.transaction() as conn:
+            notes.write_note(conn, org, "guild", guild, "comet.md", "a comet passes at dawn", SYSTEM)
+            notes.write_note(conn, org, "guild", guild, "harbour.md", "boats in the harbour", SYSTEM)
+        with db.connection() as conn:
+            assert search_index.index_pending(conn) == 2
+    finally:
+        db.close()
+    postmaster = int((Path(pg.pgdata) / "postmaster.pid").read_text().split()[0])
+    os.kill(postmaster, signal.SIGQUIT)   # an immediate shutdown: the next start recovers from the WAL
+    deadline = time.monotonic() + 30
+    while (Path(pg.pgdata) / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pg.stop()
+    pg.start()
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        assert conn.execute("SELECT count(*) AS n FROM note_vectors").fetchone()["n"] == 0   # emptied
+        agent = load_agent(conn, boot["agent_id"], {org})
+
+        def found(query: str) -> list[str]:
+            return [h["key"] for h in note_search.find_notes(conn, agent, query, levels=["guild"])]
+
+        assert found("comet") == ["comet.md"] and found("harbour boats") == ["harbour.md"]
+        assert search_index.index_pending(conn) == 2
+        assert conn.execute("SELECT count(*) AS n FROM note_vectors").fetchone()["n"] == 2
+        assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 0
+        assert found("comet") == ["comet.md"] and found("harbour boats") == ["harbour.md"]
+        assert found("dawn -comet") == []

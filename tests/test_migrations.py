@@ -6,7 +6,8 @@ import threading
 import psycopg
 import pytest
 
-from store import migrations
+from store import migrations, note_search
+from store.search_query import websearch_text
 from tests.conftest import create_database, drop_database
 
 
@@ -71,8 +72,9 @@ def test_the_schema_guarantees_what_postgresql_can(db_url: str) -> None:
 
 def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> None:
     """A store at 070 with notes in it, then this version: /api/health's check sees 015 missing
-    although its number is below the highest applied; applying it leaves every live note waiting
-    for its search vector (note_find computes those meanwhile) until the indexer fills them."""
+    although its number is below the highest applied; applying it (and 156, which moves the
+    vectors out of artifacts) leaves every live note queued for its search vector (note_find
+    computes those meanwhile) until the indexer fills them."""
     from psycopg.rows import dict_row
 
     from store import search_index
@@ -80,7 +82,7 @@ def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> Non
         conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
                      " applied_at timestamptz NOT NULL DEFAULT now())")
         for number, name, text in migrations.available():
-            if number != 15:
+            if number != 15 and number < 156:   # (156 moves what 015 made)
                 with conn.transaction():
                     conn.execute(text)
                     conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
@@ -88,20 +90,82 @@ def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> Non
         conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
                         VALUES (%s, 'note', 'org', 'launch-plan.md', %s, 'the rocket leaves in May')""",
                      (org, f"org/{org}/launch-plan.md"))
-        assert migrations.missing(conn) == [15]
-    assert migrations.migrate(empty_db) == ["015_note_search_deferred.sql"]
+        assert migrations.missing(conn)[:1] == [15]
+    assert migrations.migrate(empty_db)[:1] == ["015_note_search_deferred.sql"]
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
         assert migrations.missing(conn) == []
-        # note_find's two arms (store/note_search.py), without an agent's levels.
-        find = """SELECT key FROM artifacts a, websearch_to_tsquery('simple', %s) AS t(q)
-                   WHERE kind = 'note' AND deleted_at IS NULL
-                     AND ((note_search @@ q AND NOT note_search_pending)
-                          OR (note_search_pending AND note_vector(key, content) @@ q))"""
-        assert conn.execute("SELECT note_search_pending AS p FROM artifacts").fetchone()["p"] is True
-        assert [r["key"] for r in conn.execute(find, ("rocket plan",)).fetchall()] == ["launch-plan.md"]
+        params = {"query": "rocket plan", "org_id": org, "agent_id": None, "guild_id": None,
+                  "agent": False, "guild": False, "org": True, "limit": 20}
+        assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 1
+        assert [r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()] == ["launch-plan.md"]
         assert search_index.index_pending(conn) == 1
-        assert conn.execute("SELECT note_search_pending AS p FROM artifacts").fetchone()["p"] is False
-        assert [r["key"] for r in conn.execute(find, ("rocket plan",)).fetchall()] == ["launch-plan.md"]
+        assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 0
+        assert [r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()] == ["launch-plan.md"]
+
+
+def test_vectors_indexed_before_156_move_over_and_stay_current(empty_db: str) -> None:
+    """A store at 155: an indexed note keeps its vector (found through the GIN arm, not queued),
+    a note still waiting is queued, and a deleted note's vector is left behind."""
+    from psycopg.rows import dict_row
+
+    from store import search_index
+    with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        for number, name, text in migrations.available():
+            if number < 156:
+                with conn.transaction():
+                    conn.execute(text)
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+        org = conn.execute("INSERT INTO organisations (name) VALUES ('Old') RETURNING id").fetchone()["id"]
+        for key, words in (("indexed.md", "comet tail"), ("waiting.md", "comet dust"), ("gone.md", "comet ice")):
+            conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
+                            VALUES (%s, 'note', 'org', %s, %s, %s)""", (org, key, f"org/{org}/{key}", words))
+        # What the indexer of 155 stored for two of them.
+        conn.execute("UPDATE artifacts SET note_search = note_vector(key, content), note_search_version = version"
+                     " WHERE key IN ('indexed.md', 'gone.md')")
+        conn.execute("UPDATE artifacts SET deleted_at = now() WHERE key = 'gone.md'")
+    assert migrations.migrate(empty_db) == ["156_note_vectors_unlogged.sql"]
+    with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
+        queued = conn.execute("SELECT a.key FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id").fetchall()
+        assert [r["key"] for r in queued] == ["waiting.md"]
+        params = {"query": "comet", "org_id": org, "agent_id": None, "guild_id": None,
+                  "agent": False, "guild": False, "org": True, "limit": 20}
+        assert sorted(r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()) == ["indexed.md", "waiting.md"]
+        assert search_index.index_pending(conn) == 1
+        assert sorted(r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()) == ["indexed.md", "waiting.md"]
+
+
+def test_notes_indexed_before_120_are_found_by_their_file_name(empty_db: str) -> None:
+    """A note indexed with sql/015's vector (its key as words only) is found by its file name once
+    sql/120 has run: the migration computes the vectors of the notes already indexed (and 156
+    moves them out of artifacts as they are)."""
+    from psycopg.rows import dict_row
+    with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        for number, name, text in migrations.available():
+            if number < 120:
+                with conn.transaction():
+                    conn.execute(text)
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+        org = conn.execute("INSERT INTO organisations (name) VALUES ('Old') RETURNING id").fetchone()["id"]
+        conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
+                        VALUES (%s, 'note', 'org', 'style-guide.md', %s, 'write short sentences')""",
+                     (org, f"org/{org}/style-guide.md"))
+        conn.execute("UPDATE artifacts SET note_search = note_vector(key, content), note_search_version = version")
+
+        def found(query: str) -> list[str]:
+            params = {"query": websearch_text(query), "org_id": org, "agent_id": None, "guild_id": None,
+                      "agent": False, "guild": False, "org": True, "limit": 20}
+            return [r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()]
+
+        before = conn.execute("SELECT note_search @@ websearch_to_tsquery('simple', 'style-guide.md') AS hit"
+                              " FROM artifacts").fetchone()["hit"]
+        assert before is False   # as a store indexed before sql/120 answered
+        migrations.migrate(empty_db)
+        assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 0
+        assert found("style-guide.md") == found("style-guide") == found("style guide") == ["style-guide.md"]
 
 
 def test_a_migration_the_database_refuses_is_named_in_one_sentence(pg_server: str, empty_db: str) -> None:

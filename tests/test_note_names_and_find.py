@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import html
 
-from importlib import resources
 from typing import Any
 
 import pytest
 
 from api.errors import status_of
 from store import notes, search_index, tools
-from store.access import SYSTEM, Principal
+from store.access import Principal
 from store.errors import StoreError
 from test_records_support import PEOPLE, call_tool, make_collection, ok
 
@@ -80,8 +79,7 @@ def test_a_note_is_found_by_its_file_name_with_or_without_md(call, db, indexed: 
     if indexed:   # the indexer's vector, as after a moment; before it, note_find computes the same
         with db.connection() as conn:
             search_index.index_pending(conn)   # (over HTTP the gateway's indexer may have taken some)
-            assert conn.execute("SELECT count(*) AS n FROM artifacts WHERE note_search_pending"
-                                " AND deleted_at IS NULL").fetchone()["n"] == 0
+            assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 0
     for query in ("playbook.md", "playbook"):
         assert keys(call, query) == ["playbook.md"], query
     for query in ("style-guide.md", "style-guide", "style guide", "style_guide", '"style guide"', "guide"):
@@ -96,30 +94,6 @@ def test_a_key_word_counts_once_in_the_ranking(call) -> None:
     assert call("note_write", level="agent", key="notes.md", content="the guide, the whole guide")[0] == 200
     assert call("note_write", level="agent", key="guide.md", content="how we work")[0] == 200
     assert keys(call, "guide") == ["notes.md", "guide.md"]
-
-
-def test_notes_indexed_before_the_upgrade_are_found_by_their_file_name(db, boot) -> None:
-    """A note indexed with sql/015's vector (its key as words only) is found by its file name once
-    sql/120 has run: the migration computes the vectors of the notes already indexed."""
-    org, agent = boot["org_id"], boot["agent_id"]
-    with db.transaction() as conn:
-        notes.write_note(conn, org, "agent", agent, "style-guide.md", "write short sentences", SYSTEM)
-    old_vector = ("to_tsvector('simple', translate(regexp_replace(key, '\\.md$', ''), '-_.', '   ')"
-                  " || ' ' || coalesce(content, ''))")
-    principal = Principal("service", None, "service", frozenset({org}))
-
-    def found(query: str) -> list[str]:
-        return [n["key"] for n in tools.call(db, principal, agent, "note_find", {"query": query})["notes"]]
-
-    with db.transaction() as conn:
-        conn.execute(f"UPDATE artifacts SET note_search = {old_vector}, note_search_version = version"
-                     " WHERE kind = 'note'")
-    assert found("style-guide.md") == []   # as a store indexed before sql/120 answered
-    migration = resources.files("sql").joinpath("120_note_key_whole_forms.sql").read_text(encoding="utf-8")
-    with db.transaction() as conn:
-        conn.execute(migration)
-        assert conn.execute("SELECT bool_or(note_search_pending) AS p FROM artifacts").fetchone()["p"] is False
-    assert found("style-guide.md") == found("style-guide") == found("style guide") == ["style-guide.md"]
 
 
 # -- key rules, in every front end ----------------------------------------------------------------
