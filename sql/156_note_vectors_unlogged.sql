@@ -59,9 +59,12 @@ CREATE TRIGGER note_index_created AFTER INSERT ON artifacts FOR EACH ROW
     EXECUTE FUNCTION note_index_enqueue();
 -- A new version, or a note live again (or a row become a note) whose vector a crash may have
 -- taken while it was not: all change what note_vector(key, content) gives or where it applies.
+-- A deleted note is queued too, for the indexer to drop its vector (no search reads it).
 CREATE TRIGGER note_index_changed AFTER UPDATE ON artifacts FOR EACH ROW
-    WHEN (NEW.kind = 'note' AND NEW.deleted_at IS NULL
-          AND (NEW.version <> OLD.version OR OLD.deleted_at IS NOT NULL OR OLD.kind <> 'note'))
+    WHEN (NEW.kind = 'note'
+          AND ((NEW.deleted_at IS NULL
+                AND (NEW.version <> OLD.version OR OLD.deleted_at IS NOT NULL OR OLD.kind <> 'note'))
+               OR (NEW.deleted_at IS NOT NULL AND OLD.deleted_at IS NULL)))
     EXECUTE FUNCTION note_index_enqueue();
 
 -- What artifacts held moves over: current vectors as they are, waiting notes into the queue.

@@ -37,7 +37,7 @@ POLL = 3.0              # seconds between looks for notes written by other proce
 # never pass through the gateway's Python (whose requests share its interpreter); _STORE_SQL
 # then keeps each vector only where the note is still at the version it was computed from (a
 # note saved meanwhile stays queued, for the next batch). A queued row that is no longer a live
-# note (deleted since) comes with no vector, and only leaves the queue.
+# note (deleted since) comes with no vector: its old vector is dropped, and it leaves the queue.
 _BATCH_TABLE = """CREATE TEMPORARY TABLE IF NOT EXISTS note_batch
                       (id bigint, version integer, vector tsvector, live boolean) ON COMMIT DELETE ROWS"""
 _BATCH_SQL = """
@@ -62,6 +62,7 @@ _STORE_SQL = """
          stored AS (INSERT INTO note_vectors AS v (note_id, version, vector)
                     SELECT id, version, vector FROM ready WHERE live
                     ON CONFLICT (note_id) DO UPDATE SET version = excluded.version, vector = excluded.vector),
+         dropped AS (DELETE FROM note_vectors v USING ready r WHERE v.note_id = r.id AND NOT r.live),
          done AS (DELETE FROM note_index_queue q USING ready r WHERE q.note_id = r.id RETURNING q.note_id)
     SELECT r.live, octet_length(a.content) AS size
       FROM done JOIN ready r ON r.id = done.note_id JOIN artifacts a ON a.id = r.id"""

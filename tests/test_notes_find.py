@@ -296,3 +296,24 @@ def test_a_vector_computed_before_a_save_is_not_stored_for_it(db, boot) -> None:
         assert _found(conn, agent_row, "old") == [] and [k for k, _ in _found(conn, agent_row, "new")] == ["racing.md"]
         assert search_index.index_pending(conn) == 1
         assert _found(conn, agent_row, "old") == [] and [k for k, _ in _found(conn, agent_row, "new")] == ["racing.md"]
+
+
+def test_a_deleted_notes_vector_leaves_the_index(db, boot) -> None:
+    """A note deleted after it was indexed is found no more, at once, and the indexer's next pass
+    drops its vector (unlogged tables keep only what a search may read, sql/156); a note written
+    again at the name is found by its own words."""
+    org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
+    with db.transaction() as conn:
+        notes.write_note(conn, org, "guild", guild, "comet.md", "a comet passes", SYSTEM)
+    assert _index(db) == 1
+    with db.transaction() as conn:
+        agent_row = load_agent(conn, agent, {org})
+        notes.delete_note(conn, org, "guild", guild, "comet.md", SYSTEM)
+        assert _found(conn, agent_row, "comet") == []
+    assert _index(db) == 0   # nothing to fill, one vector to drop
+    with db.transaction() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM note_vectors").fetchone()["n"] == 0
+        assert _queued(conn) == 0
+        notes.write_note(conn, org, "guild", guild, "comet.md", "a new tail", SYSTEM)
+        assert _found(conn, agent_row, "comet passes") == []
+        assert [k for k, _ in _found(conn, agent_row, "comet tail")] == ["comet.md"]
