@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -70,6 +71,25 @@ def test_the_schema_guarantees_what_postgresql_can(db_url: str) -> None:
             conn.execute("INSERT INTO collection_access (collection_id, guild_id, mode) VALUES (1, %s, 'none')", (guild,))
 
 
+def _apply(conn: psycopg.Connection, wanted: Callable[[int], bool]) -> None:
+    """Make the empty database a store of an earlier version: the migrations ``wanted`` keeps,
+    applied and recorded as migrate() does."""
+    conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                 " applied_at timestamptz NOT NULL DEFAULT now())")
+    for number, name, text in migrations.available():
+        if wanted(number):
+            with conn.transaction():
+                conn.execute(text)
+                conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+
+
+def _find(conn: psycopg.Connection, org: int, query: str) -> list[str]:
+    """note_find's statement over an organisation's org-level notes, without an agent."""
+    params = {"query": websearch_text(query), "org_id": org, "agent_id": None, "guild_id": None,
+              "agent": False, "guild": False, "org": True, "limit": 20}
+    return sorted(r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall())
+
+
 def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> None:
     """A store at 070 with notes in it, then this version: /api/health's check sees 015 missing
     although its number is below the highest applied; applying it (and 156, which moves the
@@ -79,13 +99,7 @@ def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> Non
 
     from store import search_index
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())")
-        for number, name, text in migrations.available():
-            if number != 15 and number < 156:   # (156 moves what 015 made)
-                with conn.transaction():
-                    conn.execute(text)
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+        _apply(conn, lambda number: number != 15 and number < 156)   # (156 moves what 015 made)
         org = conn.execute("INSERT INTO organisations (name) VALUES ('Old') RETURNING id").fetchone()["id"]
         conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
                         VALUES (%s, 'note', 'org', 'launch-plan.md', %s, 'the rocket leaves in May')""",
@@ -94,13 +108,11 @@ def test_a_store_from_before_015_keeps_every_note_findable(empty_db: str) -> Non
     assert migrations.migrate(empty_db)[:1] == ["015_note_search_deferred.sql"]
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
         assert migrations.missing(conn) == []
-        params = {"query": "rocket plan", "org_id": org, "agent_id": None, "guild_id": None,
-                  "agent": False, "guild": False, "org": True, "limit": 20}
         assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 1
-        assert [r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()] == ["launch-plan.md"]
+        assert _find(conn, org, "rocket plan") == ["launch-plan.md"]
         assert search_index.index_pending(conn) == 1
         assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 0
-        assert [r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()] == ["launch-plan.md"]
+        assert _find(conn, org, "rocket plan") == ["launch-plan.md"]
 
 
 def test_vectors_indexed_before_156_move_over_and_stay_current(empty_db: str) -> None:
@@ -110,13 +122,7 @@ def test_vectors_indexed_before_156_move_over_and_stay_current(empty_db: str) ->
 
     from store import search_index
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())")
-        for number, name, text in migrations.available():
-            if number < 156:
-                with conn.transaction():
-                    conn.execute(text)
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+        _apply(conn, lambda number: number < 156)
         org = conn.execute("INSERT INTO organisations (name) VALUES ('Old') RETURNING id").fetchone()["id"]
         for key, words in (("indexed.md", "comet tail"), ("waiting.md", "comet dust"), ("gone.md", "comet ice")):
             conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
@@ -129,11 +135,12 @@ def test_vectors_indexed_before_156_move_over_and_stay_current(empty_db: str) ->
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
         queued = conn.execute("SELECT a.key FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id").fetchall()
         assert [r["key"] for r in queued] == ["waiting.md"]
-        params = {"query": "comet", "org_id": org, "agent_id": None, "guild_id": None,
-                  "agent": False, "guild": False, "org": True, "limit": 20}
-        assert sorted(r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()) == ["indexed.md", "waiting.md"]
+        vectors = "SELECT count(*) AS n FROM note_vectors"
+        assert conn.execute(vectors).fetchone()["n"] == 1   # indexed.md's; gone.md's stayed behind
+        assert _find(conn, org, "comet") == ["indexed.md", "waiting.md"]
         assert search_index.index_pending(conn) == 1
-        assert sorted(r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()) == ["indexed.md", "waiting.md"]
+        assert conn.execute(vectors).fetchone()["n"] == 2
+        assert _find(conn, org, "comet") == ["indexed.md", "waiting.md"]
 
 
 def test_notes_indexed_before_120_are_found_by_their_file_name(empty_db: str) -> None:
@@ -142,30 +149,20 @@ def test_notes_indexed_before_120_are_found_by_their_file_name(empty_db: str) ->
     moves them out of artifacts as they are)."""
     from psycopg.rows import dict_row
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())")
-        for number, name, text in migrations.available():
-            if number < 120:
-                with conn.transaction():
-                    conn.execute(text)
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+        _apply(conn, lambda number: number < 120)
         org = conn.execute("INSERT INTO organisations (name) VALUES ('Old') RETURNING id").fetchone()["id"]
         conn.execute("""INSERT INTO artifacts (org_id, kind, level, key, display_path, content)
                         VALUES (%s, 'note', 'org', 'style-guide.md', %s, 'write short sentences')""",
                      (org, f"org/{org}/style-guide.md"))
         conn.execute("UPDATE artifacts SET note_search = note_vector(key, content), note_search_version = version")
 
-        def found(query: str) -> list[str]:
-            params = {"query": websearch_text(query), "org_id": org, "agent_id": None, "guild_id": None,
-                      "agent": False, "guild": False, "org": True, "limit": 20}
-            return [r["key"] for r in conn.execute(note_search.FIND_SQL, params).fetchall()]
-
         before = conn.execute("SELECT note_search @@ websearch_to_tsquery('simple', 'style-guide.md') AS hit"
                               " FROM artifacts").fetchone()["hit"]
         assert before is False   # as a store indexed before sql/120 answered
         migrations.migrate(empty_db)
         assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 0
-        assert found("style-guide.md") == found("style-guide") == found("style guide") == ["style-guide.md"]
+        for query in ("style-guide.md", "style-guide", "style guide"):
+            assert _find(conn, org, query) == ["style-guide.md"], query
 
 
 def test_a_migration_the_database_refuses_is_named_in_one_sentence(pg_server: str, empty_db: str) -> None:
