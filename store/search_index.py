@@ -89,11 +89,11 @@ _INTACT_AGAIN_SQL = "INSERT INTO note_index_intact DEFAULT VALUES ON CONFLICT DO
 # The batches' index entries wait in the GIN index's pending list (sql/155: fastupdate on), and
 # the indexer merges them into the index in one sorted sweep at the end of a pass and whenever
 # the notes stored since the last merge reach MERGE_BYTES of text: each word's posting list is
-# then rewritten once per merge rather than once per note, the list stays well below the 4 MB
-# (gin_pending_list_limit) at which PostgreSQL would make whichever write crosses it (a person's
-# save among them) merge it, and note_find meets a list only while a pass runs. Merging after
-# every batch instead cost twice the WAL (a throwaway script, issue 14). Only the index's
-# owner (or a superuser) may merge: another role leaves it to PostgreSQL and autovacuum.
+# then rewritten once per merge rather than once per note, and note_find, which reads the whole
+# list on every search, meets a short one and only while a pass runs (PostgreSQL's own merge
+# waits for 4 MB, gin_pending_list_limit). Merging after every batch instead cost twice the WAL
+# while the index was logged (a throwaway script, issue 14). Only the index's owner (or a
+# superuser) may merge: another role leaves it to PostgreSQL and autovacuum.
 MERGE_BYTES = 512 * 1024
 _MERGE_SQL = "SELECT gin_clean_pending_list('note_vectors_search'::regclass)"
 _merge_refused = False   # said once per process, not at every pass
