@@ -5,10 +5,11 @@ phrase, - excludes). A note's vector is written after its save, by the indexer
 (store/search_index.py), into note_vectors; until then the note waits in note_index_queue
 (sql/156). The search has two arms: notes with a current vector (stored at the note's version)
 through the GIN index note_vectors_search, and queued notes, their vector computed on the spot by
-the same note_vector() (a queued note is taken from that arm alone, so none is listed twice). So a note is found by its new words as soon as its save commits, and never
-by its old ones. After a crash has emptied those unlogged tables (note_index_intact empty), a
-third arm computes every note's vector until the indexer has queued them again.
-ts_headline, the expensive part, runs only on the rows returned.
+the same note_vector() (a queued note is taken from that arm alone, so none is listed twice). So
+a note is found by its new words as soon as its save commits, and never by its old ones. After a
+crash has emptied those unlogged tables (note_index_intact empty), a third arm computes every
+note's vector until the indexer has queued them again. ts_headline, the expensive part, runs
+only on the rows returned.
 """
 from __future__ import annotations
 
