@@ -6,8 +6,6 @@ task editor's Insert box finds any note or table the task may embed, however man
 agent has."""
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,15 +19,6 @@ from tests.web_browser import Browser, browser, chromium, phone, viewport, web_l
 from test_records_support import LEADS, call_tool, make_collection, ok
 from test_web_notes import follow, login, press
 from test_web_phone import WIDTH, sideways
-
-SHOTS = Path("/tmp/f9")  # the screenshots a reviewer looks at, beside the suite's own (tests/screenshots)
-
-
-def keep(browser: Browser, label: str) -> None:
-    """The suite's screenshot, and a copy in SHOTS."""
-    SHOTS.mkdir(exist_ok=True)
-    shutil.copy(browser.shot(label), SHOTS / f"{label}.png")
-
 
 def test_notes_pages_run_a_bounded_number_of_queries(counted_db, boot: dict[str, Any]) -> None:
     org, guild, agent = boot["org_id"], boot["guild_id"], boot["agent_id"]
@@ -125,9 +114,9 @@ def test_a_guilds_files_are_paged_found_by_name_and_sorted(browser: Browser, db,
     assert browser.find("#recently-deleted").rect["y"] < browser.find("form.notes-find").rect["y"]
     with viewport(browser, 1366, 768, mobile=False):
         browser.open(f"/notes?scope=guild-{guild}")
-        keep(browser, "files-desktop-1366")
+        browser.shot("files-desktop-1366")
         browser.driver.execute_script("document.querySelector('.pager.bottom').scrollIntoView({block: 'end'})")
-        keep(browser, "files-desktop-1366-bottom")
+        browser.shot("files-desktop-1366-bottom")
     # The pager: Last, then Previous; each page its notes by name.
     follow(browser, browser.find("#summary a[rel=last]"))
     assert args(browser)["page"] == ["5"] and names(browser) == live[400:]
@@ -154,7 +143,7 @@ def test_a_guilds_files_are_paged_found_by_name_and_sorted(browser: Browser, db,
     assert "9 of 448 notes have “PLAN” in the name" in browser.find("#summary").text
     assert names(browser, "tr.removed") == ["Launch plan 5.md"]
     assert not browser.finds("#summary a[rel=next]")
-    keep(browser, "files-find-plan")
+    browser.shot("files-find-plan")
     # Sort by name again keeps the find.
     Select(browser.find("select[name=sort]")).select_by_value("name")
     browser.wait(lambda d: args(browser).get("sort") == ["name"])
@@ -203,11 +192,11 @@ def test_a_guilds_files_on_a_phone(phone: Browser, db, boot, server) -> None:
                 "#summary a[rel=last]"):
         box = phone.find(css).rect
         assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH, (css, box)
-    keep(phone, "files-phone-390")
+    phone.shot("files-phone-390")
     phone.driver.execute_script("document.querySelector('form.notes-find').scrollIntoView()")
-    keep(phone, "files-phone-390-find")
+    phone.shot("files-phone-390-find")
     phone.driver.execute_script("document.querySelector('.pager.bottom').scrollIntoView({block: 'end'})")
-    keep(phone, "files-phone-390-bottom")
+    phone.shot("files-phone-390-bottom")
 
 
 def test_the_overview_shows_each_scopes_count_and_first_notes(browser: Browser, db, boot, server) -> None:
@@ -266,7 +255,7 @@ def test_insert_finds_a_table_and_a_guild_note_for_an_agent_with_many_notes(brow
     box.send_keys("quarterly")
     browser.wait(lambda d: listed() == [plan])
     assert hint.text == "one has “quarterly” in its path: choose it from the list"
-    keep(browser, "insert-box-found")
+    browser.shot("insert-box-found")
     box.clear()
     box.send_keys(plan)
     browser.button("Insert").click()
@@ -291,13 +280,13 @@ def test_insert_finds_a_table_and_a_guild_note_for_an_agent_with_many_notes(brow
     assert problem.text.startswith(f"{theirs} is not a note or table this task can embed, so nothing was "
                                    "inserted: a task embeds its agent's own notes, its guild's"), problem.text
     assert "secret.md" not in task.get_attribute("value")
-    keep(browser, "insert-box-refused")
+    browser.shot("insert-box-refused")
     box.clear()
     press(browser, "Save")
     assert "Task saved" in browser.text() and not browser.finds(".embed-problems")
     saved = ok(operator.get(f"{server.url}/api/agents/{agent}/task"))["task"]
     assert saved == f"Start here.\n![[{plan}]]\n![[{table}]]\n![[{mine}]]\n"
-    keep(browser, "insert-box-saved")
+    browser.shot("insert-box-saved")
 
 
 def test_the_insert_find_answers_only_what_the_task_may_embed(db, boot, server) -> None:

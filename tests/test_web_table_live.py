@@ -11,7 +11,6 @@ import math
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,6 @@ import requests
 from tests.web_browser import Browser, browser, chromium, desktop, phone  # noqa: F401 - fixtures
 from test_records_support import LEADS, bulk_records, make_collection, ok
 from test_web_notes import login
-
-SHOTS = Path("/tmp/f8")
 
 # A table wider than a desktop screen: twelve text columns of long values.
 WIDE = [{"name": f"column_{i:02d}", "type": "text", "description": f"column {i}", "required": False,
@@ -65,14 +62,6 @@ def access_log() -> Iterator[logging.Logger]:
         yield log
     finally:
         log.setLevel(level)
-
-
-def shot(browser: Browser, label: str) -> Path:
-    browser.shot(label)
-    SHOTS.mkdir(exist_ok=True)
-    path = SHOTS / f"{label}.png"
-    browser.driver.save_screenshot(str(path))
-    return path
 
 
 def mark_grid(browser: Browser) -> Any:
@@ -188,7 +177,7 @@ def test_a_live_refresh_keeps_the_grids_sideways_scroll(request, screen: str, of
     browser.wait(fresh)
     assert "changed while scrolled" in browser.find("#grid tr[data-href*='/records/3']").get_attribute("textContent")
     assert scroll_left(browser, box) == offset, f"{box} scrolled back to {scroll_left(browser, box)}"
-    shot(browser, f"{screen}-after-live-refresh")
+    browser.shot(f"{screen}-after-live-refresh")
 
 
 def test_the_live_status_moves_nothing_on_a_phone(phone: Browser, boot, leads, db, server, operator) -> None:
@@ -213,7 +202,7 @@ def test_the_live_status_moves_nothing_on_a_phone(phone: Browser, boot, leads, d
     # On one line, inside the screen.
     status = phone.find("#live-status").rect
     assert status["height"] < 24 and status["x"] + status["width"] <= 390
-    shot(phone, "phone-table-live")
+    phone.shot("phone-table-live")
 
 
 # --- 3. First and Last, keeping the view ------------------------------------------------------------
@@ -236,8 +225,7 @@ def test_first_and_last_go_to_the_ends_keeping_the_view(browser: Browser, boot, 
                           params={"where": '{"score": {"gte": 40}}', "order": "score desc", "limit": 50,
                                   "offset": 550}))
     assert ids == [str(r["id"]) for r in api["records"]]
-    browser.shot("last-page")
-    shot(browser, "desktop-pager-last-page")
+    browser.shot("desktop-pager-last-page")
     browser.follow("« First")
     assert browser.path == base + "?f.score.gte=40&sort=score&dir=desc"
     assert "page 1 of 12" in browser.find("#summary").text
@@ -265,7 +253,7 @@ def test_the_pager_fits_a_phone(phone: Browser, boot, leads, db) -> None:
         assert r["height"] < 24, f"{a.text!r} is split over lines"
     assert phone.driver.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
-    shot(phone, "phone-pager")
+    phone.shot("phone-pager")
 
 
 # --- 4. what Export takes ----------------------------------------------------------------------------
