@@ -39,12 +39,13 @@ POLL = 3.0              # seconds between looks for notes written by other proce
 # note saved meanwhile stays queued, for the next batch). A queued row that is no longer a live
 # note (deleted since) comes with no vector: its old vector is dropped, and it leaves the queue.
 _BATCH_TABLE = """CREATE TEMPORARY TABLE IF NOT EXISTS note_batch
-                      (id bigint, version integer, vector tsvector, live boolean) ON COMMIT DELETE ROWS"""
+                      (id bigint, version integer, vector tsvector, live boolean, size integer) ON COMMIT DELETE ROWS"""
 _BATCH_SQL = """
-    INSERT INTO note_batch (id, version, vector, live)
-    SELECT id, version, CASE WHEN live THEN note_vector(key, content) END, live
+    INSERT INTO note_batch (id, version, vector, live, size)
+    SELECT id, version, CASE WHEN live THEN note_vector(key, content) END, live, size
       FROM (SELECT q.note_id AS id, a.version, a.key, a.content, a.deleted_at IS NULL AND a.kind = 'note' AS live,
-                   row_number() OVER w AS n, sum(octet_length(a.content)) OVER w AS upto
+                   octet_length(a.content) AS size, row_number() OVER w AS n,
+                   sum(octet_length(a.content)) OVER w AS upto
               FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id
             WINDOW w AS (ORDER BY q.note_id) ORDER BY q.note_id LIMIT %(batch)s) AS first
      WHERE n = 1 OR upto <= %(bytes)s"""
@@ -64,8 +65,7 @@ _STORE_SQL = """
                     ON CONFLICT (note_id) DO UPDATE SET version = excluded.version, vector = excluded.vector),
          dropped AS (DELETE FROM note_vectors v USING ready r WHERE v.note_id = r.id AND NOT r.live),
          done AS (DELETE FROM note_index_queue q USING ready r WHERE q.note_id = r.id RETURNING q.note_id)
-    SELECT r.live, octet_length(a.content) AS size
-      FROM done JOIN ready r ON r.id = done.note_id JOIN artifacts a ON a.id = r.id"""
+    SELECT r.live, r.size FROM done JOIN ready r ON r.id = done.note_id"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
 # a 256 KB note, but a pass must never stall on one): stored with no vector, so it is found by
