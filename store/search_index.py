@@ -194,7 +194,8 @@ def connect(conninfo: str) -> psycopg.Connection:
     asynchronous commits: a batch's commit returns without waiting for its WAL to reach the disk.
     A vector is derived data, and its tables are unlogged (sql/156): a crash empties them, and
     the next pass queues every note again, computed by note_find meanwhile. Waiting would only put
-    a flush per batch in the queue of the saves' flushes, on the same WAL (issue 14). It runs at a lower CPU priority too (_background_priority)."""
+    a flush per batch in the queue of the saves' flushes, on the same WAL (issue 14). It runs at a
+    lower CPU priority too (_background_priority)."""
     conn = psycopg.connect(conninfo, autocommit=True, row_factory=dict_row, **liveness(conninfo))
     conn.execute("SET synchronous_commit = off")
     _background_priority(conn)
