@@ -38,6 +38,10 @@ POLL = 3.0              # seconds between looks for notes written by other proce
 # then keeps each vector only where the note is still at the version it was computed from (a
 # note saved meanwhile stays queued, for the next batch). A queued row that is no longer a live
 # note (deleted since) comes with no vector: its old vector is dropped, and it leaves the queue.
+# The queue's head is taken first and its notes read by id: with the whole queue joined to the
+# notes before the LIMIT, PostgreSQL merged along the notes' primary key from the first id up to
+# the head, so after a bulk load or a crash each batch cost more the further the indexer had got
+# (73 000 buffers a batch at 100 000 notes in bench.scale --stats, 283 now; tests/test_speed.py).
 _BATCH_TABLE = """CREATE TEMPORARY TABLE IF NOT EXISTS note_batch
                       (id bigint, version integer, vector tsvector, live boolean, size integer) ON COMMIT DELETE ROWS"""
 _BATCH_SQL = """
@@ -46,8 +50,9 @@ _BATCH_SQL = """
       FROM (SELECT q.note_id AS id, a.version, a.key, a.content, a.deleted_at IS NULL AND a.kind = 'note' AS live,
                    octet_length(a.content) AS size, row_number() OVER w AS n,
                    sum(octet_length(a.content)) OVER w AS upto
-              FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id
-            WINDOW w AS (ORDER BY q.note_id) ORDER BY q.note_id LIMIT %(batch)s) AS first
+              FROM (SELECT note_id FROM note_index_queue ORDER BY note_id LIMIT %(batch)s) AS q
+              JOIN artifacts a ON a.id = q.note_id
+            WINDOW w AS (ORDER BY q.note_id)) AS first
      WHERE n = 1 OR upto <= %(bytes)s"""
 # The notes' rows are locked first (FOR SHARE, which a save's update waits for) with SKIP LOCKED:
 # a row a write holds is left for a later batch. So the indexer never waits for a lock, and

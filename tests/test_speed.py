@@ -14,7 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests.conftest import insert_notes, owner_count_held, wait_for_lock_waiters
-from store import admin, locks, notes, provenance, storage
+from store import admin, locks, notes, provenance, search_index, storage
 from store.families import NOTES
 from store.layout import folder_of
 from store.access import SYSTEM
@@ -83,6 +83,42 @@ def test_a_create_touches_the_same_pages_in_an_empty_and_a_full_folder(db, boot)
         # Counting 9 000 live rows read well over a hundred pages; the counter row reads one. What
         # is left is the indexes' depth (one more level at 9 000 entries), not the folder's size.
         assert nine_thousandth <= first + 12, (first, nine_thousandth)
+
+
+def test_the_indexers_batch_reads_the_same_pages_deep_into_a_long_queue(db, boot) -> None:
+    """After a bulk load or a crash every note waits for its search vector. The batch joined the
+    whole queue to the notes and took its first 50: PostgreSQL walked the notes' primary key from
+    the first id up to the queue's head, so each batch cost more the further the indexer had got
+    (73 000 buffers a batch at 100 000 notes in bench.scale, and the drain quadratic). The batch
+    takes the queue's head first now, and reads its 50 notes by id."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    insert_notes(db, org, "guild", guild, [f"word{i} other words" for i in range(6_000)])
+    params = {"batch": search_index.BATCH, "bytes": search_index.BATCH_BYTES}
+
+    def batch_buffers() -> int:
+        with db.connection() as conn:
+            conn.execute(search_index._BATCH_TABLE)
+            conn.execute("BEGIN")
+            try:
+                plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + search_index._BATCH_SQL,
+                                    params).fetchone()["QUERY PLAN"]
+            finally:
+                conn.execute("ROLLBACK")
+        top = (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
+        return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
+
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 6_000
+        conn.execute("ANALYZE artifacts, note_index_queue")
+    head = batch_buffers()
+    with db.connection() as conn:
+        # 5 000 indexed: they leave the queue, and autovacuum takes their dead rows away.
+        conn.execute("DELETE FROM note_index_queue WHERE note_id IN"
+                     " (SELECT note_id FROM note_index_queue ORDER BY note_id LIMIT 5000)")
+        conn.execute("VACUUM ANALYZE note_index_queue")
+    deep = batch_buffers()
+    # (Walking the 5 000 indexed notes' ids to the queue's head read 134 pages more: 22 and 156.)
+    assert deep <= head + 12, (head, deep)
 
 
 def test_listing_a_folder_reads_nothing_of_the_other_folders(db, boot) -> None:
