@@ -76,8 +76,9 @@ _STORE_SQL = """
 # a 256 KB note, but a pass must never stall on one): stored with no vector, so it is found by
 # no word rather than holding back every note after it.
 _GIVE_UP_SQL = """
-    WITH first AS (SELECT a.id, a.version, a.display_path FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id
-                    ORDER BY q.note_id LIMIT 1),
+    WITH first AS (SELECT a.id, a.version, a.display_path
+                     FROM (SELECT note_id FROM note_index_queue ORDER BY note_id LIMIT 1) AS q
+                     JOIN artifacts a ON a.id = q.note_id),
          stored AS (INSERT INTO note_vectors (note_id, version, vector) SELECT id, version, NULL FROM first
                     ON CONFLICT (note_id) DO UPDATE SET version = excluded.version, vector = NULL),
          done AS (DELETE FROM note_index_queue WHERE note_id = (SELECT id FROM first))
