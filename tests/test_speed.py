@@ -22,9 +22,12 @@ from store.db import Database
 from store.errors import LimitReached
 
 
-def _buffers(db: Database, statement: str, params: dict[str, Any]) -> int:
-    """Shared buffers (hit + read) the statement touches, run for real and rolled back."""
+def _buffers(db: Database, statement: str, params: dict[str, Any], *, setup: str | None = None) -> int:
+    """Shared buffers (hit + read) the statement touches, run for real and rolled back.
+    ``setup``: run first on the same connection (a temporary table the statement needs)."""
     with db.connection() as conn:
+        if setup is not None:
+            conn.execute(setup)
         conn.execute("BEGIN")
         try:
             plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
@@ -96,16 +99,7 @@ def test_the_indexers_batch_reads_the_same_pages_deep_into_a_long_queue(db, boot
     params = {"batch": search_index.BATCH, "bytes": search_index.BATCH_BYTES}
 
     def batch_buffers() -> int:
-        with db.connection() as conn:
-            conn.execute(search_index._BATCH_TABLE)
-            conn.execute("BEGIN")
-            try:
-                plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + search_index._BATCH_SQL,
-                                    params).fetchone()["QUERY PLAN"]
-            finally:
-                conn.execute("ROLLBACK")
-        top = (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
-        return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
+        return _buffers(db, search_index._BATCH_SQL, params, setup=search_index._BATCH_TABLE)
 
     with db.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM note_index_queue").fetchone()["n"] == 6_000
