@@ -201,27 +201,30 @@ class FloorApp:
 
 def serve_floor(root: str, port: int) -> None:
     """The floor peer's server (run in its own process by this benchmark): FloorApp behind
-    Host Finder's door, in `serve`'s default number of worker processes (one listening socket
-    each, as gateway/workers.py makes them) and threads, until SIGTERM."""
+    Host Finder's door, in `serve`'s default number of worker processes (sharing one listening
+    socket and spreading connections as gateway/workers.py's do) and threads, until SIGTERM."""
     import signal
 
+    from gateway.balance import Balance
     from gateway.config import Config
     from gateway.server import make_server
-    from gateway.workers import adopt, default_workers, listen_each
+    from gateway.workers import adopt, default_workers, listen
 
     threads, workers = Config().threads, default_workers()
     app = FloorApp(Path(root))  # read once; each worker gets its own copy at the fork
-    socks = listen_each(make_server(app, "127.0.0.1", port), workers)
+    sock = listen(make_server(app, "127.0.0.1", port))
+    balance = Balance(workers)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     children = []
-    for sock in socks:
+    for number in range(workers):
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
             server = make_server(app, "127.0.0.1", port, threads=threads)
-            adopt(server, sock)
+            adopt(server, sock, balance)
             server.prepare()
+            balance.serve_as(number)
             server.serve()
             os._exit(0)
         children.append(pid)

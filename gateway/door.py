@@ -73,6 +73,7 @@ from cheroot.errors import MaxSizeExceeded
 from cheroot.makefile import StreamReader
 
 from dav_provider.errors import METHODS as DAV_METHODS
+from gateway.balance import YIELD_SECONDS, Balance
 from gateway.limits import HEADERS_TOO_LARGE, HEADER_BYTES, MAX_BODY, URI_TOO_LONG, body_cap
 
 log = logging.getLogger(__name__)
@@ -607,6 +608,7 @@ class DoorConnection(cheroot_server.HTTPConnection):
     RequestHandlerClass = DoorRequest
     parked: _Parked | None = None
     _door_closed = False
+    counted = False   # in this worker's connection count (gateway/balance.py)
 
     def __init__(self, server: Any, sock: Any, makefile: Any = None) -> None:
         super().__init__(server, sock, makefile or cheroot_server.MakeFile)
@@ -711,6 +713,8 @@ class DoorConnection(cheroot_server.HTTPConnection):
         if self._door_closed:
             return   # (closing twice would shut down a descriptor that may be a newcomer's by now)
         self._door_closed = True
+        if self.counted:
+            self.server.balance.closed()
         self.wfile.finish(timeout=STOP_SEND_SECONDS)   # nothing left, or the server is stopping
         super().close()
 
@@ -967,6 +971,10 @@ class ParkingManager(connections.ConnectionManager):
         self._answer_files = 0      # those files open now (each a descriptor: at most ANSWER_FILES)
         self._count_lock = threading.Lock()
         self._front: threading.Thread | None = None   # the thread running the selector loop
+        # `serve --workers`: every worker's connection count, and when this one, having left a
+        # newcomer to an emptier worker, listens again (gateway/balance.py).
+        self.balance: Balance | None = server.balance
+        self._listen_again: float | None = None
 
     def _account(self, delta: int) -> int:
         with self._count_lock:
@@ -1017,14 +1025,24 @@ class ParkingManager(connections.ConnectionManager):
         self._front = threading.current_thread()
         last_check = time.monotonic()
         while not self._stop_requested:
+            timeout, insist = expiration_interval, False
+            if self._listen_again is not None:
+                left = self._listen_again - time.monotonic()
+                if left > 0:
+                    timeout = min(timeout, left)
+                else:
+                    # A newcomer still waiting now was not taken by the emptier worker: ours.
+                    self._selector.register(self.server.socket.fileno(), selectors.EVENT_READ, data=self.server)
+                    self._listen_again, insist = None, True
             try:
-                ready = list(self._selector.select(timeout=expiration_interval))
+                ready = list(self._selector.select(timeout=timeout))
             except OSError:
                 self._remove_invalid_sockets()
                 continue
             for fd, conn in ready:
                 if conn is self.server:
-                    self._accept()
+                    if insist or not self._leave_newcomer():
+                        self._accept()
                     continue
                 if conn.parked is None:
                     # Closed earlier in this round (evicted to make room by _accept or
@@ -1041,6 +1059,15 @@ class ParkingManager(connections.ConnectionManager):
             if now - last_check > expiration_interval:
                 self._expire_parked(now)
                 last_check = now
+
+    def _leave_newcomer(self) -> bool:
+        """Whether to leave the waiting connection to a worker holding fewer connections: the
+        listening socket is then out of this front's selector for ``YIELD_SECONDS``."""
+        if self.balance is None or not self.balance.crowded():
+            return False
+        self._selector.unregister(self.server.socket.fileno())
+        self._listen_again = time.monotonic() + YIELD_SECONDS
+        return True
 
     def _accept(self) -> None:
         for _ in range(self.server.accept_batch):
@@ -1070,6 +1097,9 @@ class ParkingManager(connections.ConnectionManager):
                     continue
                 handshaking = True
             conn = self.server.ConnectionClass(self.server, sock)
+            if self.balance is not None:
+                self.balance.opened()
+                conn.counted = True
             conn.ssl_env = {}
             if not isinstance(self.server.bind_addr, (str, bytes)) and addr:
                 conn.remote_addr, conn.remote_port = addr[0], addr[1]
@@ -1366,10 +1396,11 @@ class DoorServer(wsgi.Server):
     spill_disk_budget = 1024 ** 3       # and past that (or SPILL_BYTES), in temporary files
     stall_seconds = 2.0                 # a body silent this long gives way when the budget is full
     # Connections taken per wake-up of the front. 64 for a socket of its own; `serve --workers`
-    # sets 1 (gateway/workers.adopt): every worker's front wakes for a new connection, and one
-    # that took a burst of them whole left the others idle (16 clients connecting at once all
-    # went to one process about one time in three).
+    # sets 1 (gateway/workers.adopt): every worker's front wakes for a new connection on the
+    # shared socket, and one that took a burst of them whole left the others idle (16 clients
+    # connecting at once all went to one process about one time in three).
     accept_batch = 64
+    balance: Balance | None = None   # `serve --workers`: the workers' connection counts
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -4,8 +4,9 @@ One Python process runs one thread of Python at a time, so one gateway uses one 
 many threads it has. The supervisor (this module, in the process the operator started) binds the
 socket, starts the embedded PostgreSQL and migrates it once, creates the demo, and then forks N
 workers. Each worker opens its own connection pool and runs the whole gateway (its own cheroot
-server adopting its own inherited socket on the shared port, SO_REUSEPORT: the kernel spreads
-new connections over them, see listen_each).
+server adopting the inherited listening socket, which all workers share); a worker holding more
+client connections than another leaves newcomers to it (gateway/balance.py), so connections
+spread evenly and every core has its share of the work.
 Everything several gateways must agree on already lives in PostgreSQL (locks, dead properties,
 scratch files, provenance, change events), exactly as for two gateways on two machines, so the
 workers share nothing else. SIGTERM or Ctrl-C stops the workers, then PostgreSQL; a worker that
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gateway.balance import Balance
 from gateway.config import Config
 from gateway.runtime import StartupError, StoreRuntime
 from gateway.stopping import StopSignal
@@ -72,38 +74,17 @@ def listen(server: Any, backlog: int = 64) -> socket.socket:
     return sock
 
 
-def listen_each(server: Any, workers: int, backlog: int = 64) -> list[socket.socket]:
-    """One listening socket per worker on the same address, with SO_REUSEPORT, so the kernel
-    spreads new connections over the workers by their addresses. On one shared socket every
-    worker's front woke for each connection and whoever ran first took it: 16 clients connecting
-    at once went 8/8 at best and 16/0 about one time in three (bench/dav.py --scaling). The
-    address is first bound alone, without the option, so a port in use still fails here (a
-    SO_REUSEPORT socket would silently share it with another server of the same user)."""
-    first = listen(server, backlog)
-    if workers == 1:
-        return [first]
-    server.bind_addr = first.getsockname()[:2]   # a port of 0 became a real one
-    first.close()
-    server.reuse_port = True
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(workers):
-            socks.append(listen(server, backlog))
-    except OSError:
-        for sock in socks:
-            sock.close()
-        raise
-    return socks
-
-
-def adopt(server: Any, sock: socket.socket) -> None:
+def adopt(server: Any, sock: socket.socket, balance: Balance | None = None) -> None:
     """Make a cheroot server (not yet prepared) serve on ``sock`` instead of binding its own:
-    prepare() calls bind(), which here only takes the inherited socket."""
+    prepare() calls bind(), which here only takes the inherited socket. ``balance``: the workers'
+    connection counts, by which its front leaves newcomers to emptier workers."""
     def bind(family: int, type: int, proto: int = 0) -> None:
         server.socket = sock
         server.bind_addr = sock.getsockname()[:2]
     server.bind = bind
-    # Should the socket be shared after all, one connection per wake-up spreads a burst.
+    server.balance = balance
+    # Every worker's front wakes for a new connection: one connection per wake-up, so that the
+    # counts are current before the next is taken (one front took a whole burst before).
     server.accept_batch = 1
 
 
@@ -118,9 +99,10 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
     except Exception as exc:
         raise StartupError(cannot_start(config.host, config.port, exc, tls=bool(config.tls_cert))) from None
     try:
-        socks = listen_each(binder, workers)
+        sock = listen(binder)
     except OSError as exc:
         raise StartupError(cannot_listen(config.host, config.port, exc)) from None
+    balance = Balance(workers)
     children: dict[int, int] = {}  # pid -> worker number
     runtime = StoreRuntime(config, pool_size=2, share=False)
     try:
@@ -132,7 +114,7 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
 
         stop = StopSignal()
         for number in range(1, workers + 1):
-            children[_spawn(config, socks[number - 1], runtime.conninfo, size, number, workers)] = number
+            children[_spawn(config, sock, balance, runtime.conninfo, size, number, workers)] = number
         announce(config, login)
         log.info("serving with %d worker processes (%s)", workers, ", ".join(map(str, children)))
         last_spawn = 0.0
@@ -142,19 +124,19 @@ def serve_workers(config: Config, workers: int, *, announce: Callable[[Config, d
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     del children[pid]
+                    balance.stop_accepting(number - 1)   # no newcomer waits for it
                 if done and not stop.is_set():
                     log.error("worker %d (pid %d) stopped unexpectedly (%s); starting another",
                               number, pid, _describe(status))
                     time.sleep(max(0.0, last_spawn + RESPAWN_INTERVAL - time.monotonic()))
                     last_spawn = time.monotonic()
-                    children[_spawn(config, socks[number - 1], runtime.conninfo, size, number, workers)] = number
+                    children[_spawn(config, sock, balance, runtime.conninfo, size, number, workers)] = number
         log.info("stopping")
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _stop_children(children)
-        for sock in socks:
-            sock.close()
+        sock.close()
         runtime.close()
     return 0
 
@@ -163,13 +145,14 @@ def _unused(environ: dict[str, Any], start_response: Callable[..., Any]) -> list
     return []
 
 
-def _spawn(config: Config, sock: socket.socket, conninfo: str, size: int, number: int, workers: int) -> int:
+def _spawn(config: Config, sock: socket.socket, balance: Balance, conninfo: str, size: int, number: int,
+           workers: int) -> int:
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
-        code = _worker(config, sock, conninfo, size, number, workers)
+        code = _worker(config, sock, balance, conninfo, size, number, workers)
     except BaseException:  # a worker never returns into the supervisor's code
         log.exception("worker %d failed", number)
     finally:
@@ -177,7 +160,8 @@ def _spawn(config: Config, sock: socket.socket, conninfo: str, size: int, number
         os._exit(code)
 
 
-def _worker(config: Config, sock: socket.socket, conninfo: str, size: int, number: int, workers: int) -> int:
+def _worker(config: Config, sock: socket.socket, balance: Balance, conninfo: str, size: int, number: int,
+            workers: int) -> int:
     from gateway.server import Gateway, make_server
     from store.db import Database
 
@@ -191,15 +175,17 @@ def _worker(config: Config, sock: socket.socket, conninfo: str, size: int, numbe
     server = make_server(gateway, config.host, config.port, threads=config.threads,
                          tls_cert=config.tls_cert and str(config.tls_cert),
                          tls_key=config.tls_key and str(config.tls_key))
-    adopt(server, sock)
+    adopt(server, sock, balance)
     try:
         server.prepare()
+        balance.serve_as(number - 1)
         serving = threading.Thread(target=server.serve, name="hostfinder-http", daemon=True)
         serving.start()
         while not stop.wait(0.5) and serving.is_alive():
             pass
         code = 0 if stop.is_set() else 1
     finally:
+        balance.stop_accepting()
         gateway.stopping()
         server.stop()
         gateway.close()

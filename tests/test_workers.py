@@ -3,6 +3,7 @@ what gateways share (a lock taken through one is honoured by the other), and SIG
 all and PostgreSQL with them."""
 from __future__ import annotations
 
+import http.client
 import os
 import random
 import re
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -137,40 +139,30 @@ def test_the_shared_socket_has_cheroots_options() -> None:
         sock.close()
 
 
-def test_each_worker_listens_on_its_own_socket_and_connections_spread_over_them() -> None:
-    """One socket per worker (SO_REUSEPORT) on one port: 16 clients connecting at once reach
-    both (on one shared socket a worker could take the whole burst); a port already in use is
-    still refused, not silently shared."""
-    import socket
-
-    from gateway.server import make_server
-    from gateway.workers import listen_each
-
-    socks = listen_each(make_server(lambda e, s: [], "127.0.0.1", 0), 2)
+def test_connections_spread_evenly_over_the_workers(data_dir: Path) -> None:
+    """A connection stays with the worker that took it, and a worker uses one core: 40 keep-alive
+    clients connecting one after another are held 20/20 by the two workers, or 21/19 (a worker
+    leaves a newcomer to the one holding fewer, gateway/balance.py). With a socket per worker
+    (SO_REUSEPORT) the kernel chose by a hash of each client's port: the split was more uneven
+    than 21/19 about two times in three (this test failed 5 runs of 6), 24/16 or worse about one
+    time in four."""
+    s = Workers("--data-dir", str(data_dir), "--workers", "2", "--no-demo")
+    clients: list[http.client.HTTPConnection] = []
     try:
-        port = socks[0].getsockname()[1]
-        assert [s.getsockname()[1] for s in socks] == [port, port]
-        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
-        taken = []
-        for sock in socks:
-            sock.setblocking(False)
-            count = 0
-            while True:
-                try:
-                    accepted, _ = sock.accept()
-                except BlockingIOError:
-                    break
-                accepted.close()
-                count += 1
-            taken.append(count)
-        assert sum(taken) == 16 and min(taken) > 0, taken
-        for c in clients:
-            c.close()
-        with pytest.raises(OSError):
-            listen_each(make_server(lambda e, s: [], "127.0.0.1", port), 2)
+        s.wait_ready(timeout=60)
+        for _ in range(40):
+            client = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+            client.request("GET", "/api/openapi.json")
+            response = client.getresponse()
+            response.read()
+            assert response.status == 200 and not response.will_close
+            clients.append(client)   # kept open: each counts for its worker until the end
     finally:
-        for sock in socks:
-            sock.close()
+        for client in clients:
+            client.close()
+        assert s.stop() == 0
+    held = Counter(re.findall(r"\[worker (\d)/2 pid \d+\] hostfinder\.access: GET /api/openapi\.json 200", s.stderr))
+    assert sum(held.values()) == 40 and abs(held["1"] - held["2"]) <= 2, held
 
 
 def _signal_burst(pid: int, count: int = 20000) -> None:
