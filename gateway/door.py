@@ -43,6 +43,10 @@ once: past it, requests silent for ``stall_seconds`` or arriving slower than ``M
 closed (408) to make room, and only when none is is the connection asking for more answered 503
 and closed.
 
+Under `serve --workers`, every worker's front listens on the one shared socket, and one that
+holds more connections than another worker leaves a newcomer to it for a few milliseconds
+(gateway/balance.py), so connections spread evenly over the processes.
+
 Also here: a header reader refusing two different Content-Length headers, or one with
 Transfer-Encoding (RFC 9112 6.3: request smuggling), and the WSGI environ key through which the
 gateway asks cheroot to close the connection after a refusal whose body it did not read. A request
