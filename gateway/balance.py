@@ -71,7 +71,3 @@ class Balance:
             return False
         mine = self._counts[self._mine]
         return any(count < mine for number, count in enumerate(self._counts) if number != self._mine)
-
-    def counts(self) -> list[int | None]:
-        """Each worker's open connections (None: not accepting), for the log and the tests."""
-        return [None if c == _NOT_ACCEPTING else c for c in self._counts]

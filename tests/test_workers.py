@@ -51,6 +51,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _threads(pid: int) -> int:
+    """How many threads the process runs (0 once it has ended)."""
+    try:
+        return int(re.search(r"^Threads:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1))
+    except (OSError, AttributeError):
+        return 0
+
+
 def _cmdline(pid: int) -> str:
     """The process's command line, or "" once it has ended."""
     try:
@@ -163,6 +171,40 @@ def test_connections_spread_evenly_over_the_workers(data_dir: Path) -> None:
         assert s.stop() == 0
     held = Counter(re.findall(r"\[worker (\d)/2 pid \d+\] hostfinder\.access: GET /api/openapi\.json 200", s.stderr))
     assert sum(held.values()) == 40 and abs(held["1"] - held["2"]) <= 2, held
+
+
+def test_a_frozen_worker_holding_fewer_connections_does_not_keep_newcomers_waiting(data_dir: Path) -> None:
+    """A worker that holds more connections leaves a newcomer to the emptier one, but only for a
+    moment: when the emptier one takes nothing (frozen here, as a process stopped in a debugger
+    or starved of CPU), the other takes the newcomer itself, and every client is answered."""
+    s = Workers("--data-dir", str(data_dir), "--workers", "2", "--no-demo")
+    clients: list[http.client.HTTPConnection] = []
+    workers: list[int] = []
+    try:
+        s.wait_ready(timeout=60)
+        workers = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
+        # Frozen only once it accepts: its 16 request threads start just before it counts itself in.
+        deadline = time.monotonic() + 30
+        while _threads(workers[1]) < 17 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        os.kill(workers[1], signal.SIGSTOP)
+        for _ in range(20):
+            started = time.monotonic()
+            client = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+            client.request("GET", "/api/openapi.json")
+            response = client.getresponse()
+            response.read()
+            assert response.status == 200 and time.monotonic() - started < 2
+            clients.append(client)   # kept open: the answering worker holds ever more than the frozen one
+    finally:
+        for client in clients:
+            client.close()
+        if workers:
+            os.kill(workers[1], signal.SIGCONT)
+        assert s.stop() == 0
+    answered_by = re.findall(r"\[worker \d/2 pid (\d+)\] hostfinder\.access: GET /api/openapi\.json 200", s.stderr)
+    assert answered_by == [str(workers[0])] * 20, answered_by
 
 
 def _signal_burst(pid: int, count: int = 20000) -> None:
