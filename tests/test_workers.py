@@ -59,6 +59,28 @@ def _threads(pid: int) -> int:
         return 0
 
 
+def _wait_accepting(supervisor: int) -> list[int]:
+    """The workers' pids once each accepts: its 16 request threads start just before it counts
+    itself in (gateway/workers.py), and a worker that has not yet is left no newcomer."""
+    deadline = time.monotonic() + 30
+    while True:
+        workers = [p for p in _children(supervisor) if "postgres" not in _cmdline(p)]
+        if len(workers) == 2 and all(_threads(p) >= 17 for p in workers) or time.monotonic() > deadline:
+            time.sleep(0.2)
+            return workers
+        time.sleep(0.05)
+
+
+def _all_stopped(pid: int) -> bool:
+    """Every thread of the process is stopped (SIGSTOP has taken effect)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return all(Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+                   for t in tasks)
+    except OSError:
+        return False
+
+
 def _cmdline(pid: int) -> str:
     """The process's command line, or "" once it has ended."""
     try:
@@ -158,6 +180,7 @@ def test_connections_spread_evenly_over_the_workers(data_dir: Path) -> None:
     clients: list[http.client.HTTPConnection] = []
     try:
         s.wait_ready(timeout=60)
+        _wait_accepting(s.proc.pid)
         for _ in range(40):
             client = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
             client.request("GET", "/api/openapi.json")
@@ -182,13 +205,13 @@ def test_a_frozen_worker_holding_fewer_connections_does_not_keep_newcomers_waiti
     workers: list[int] = []
     try:
         s.wait_ready(timeout=60)
-        workers = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
-        # Frozen only once it accepts: its 16 request threads start just before it counts itself in.
-        deadline = time.monotonic() + 30
-        while _threads(workers[1]) < 17 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
+        workers = _wait_accepting(s.proc.pid)
         os.kill(workers[1], signal.SIGSTOP)
+        # Each of its threads stops on its own way back from the kernel: one still running could
+        # take the first newcomer before it stops (seen on a loaded machine).
+        deadline = time.monotonic() + 10
+        while not _all_stopped(workers[1]) and time.monotonic() < deadline:
+            time.sleep(0.01)
         for _ in range(20):
             started = time.monotonic()
             client = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
