@@ -51,6 +51,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _workers(supervisor: int) -> list[int]:
+    """The supervisor's worker processes (its other child is PostgreSQL)."""
+    return [p for p in _children(supervisor) if "postgres" not in _cmdline(p)]
+
+
 def _threads(pid: int) -> int:
     """How many threads the process runs (0 once it has ended)."""
     try:
@@ -64,7 +69,7 @@ def _wait_accepting(supervisor: int) -> list[int]:
     itself in (gateway/workers.py), and a worker that has not yet is left no newcomer."""
     deadline = time.monotonic() + 30
     while True:
-        workers = [p for p in _children(supervisor) if "postgres" not in _cmdline(p)]
+        workers = _workers(supervisor)
         if len(workers) == 2 and all(_threads(p) >= 17 for p in workers) or time.monotonic() > deadline:
             time.sleep(0.2)
             return workers
@@ -81,6 +86,22 @@ def _all_stopped(pid: int) -> bool:
         return False
 
 
+def _kept_connection(port: int) -> http.client.HTTPConnection:
+    """A keep-alive connection that has had one answer (GET /api/openapi.json), left open: it
+    counts for the worker that took it until it is closed."""
+    client = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    client.request("GET", "/api/openapi.json")
+    response = client.getresponse()
+    response.read()
+    assert response.status == 200 and not response.will_close
+    return client
+
+
+def _openapi_answers(stderr: str) -> list[tuple[str, str]]:
+    """(worker number, pid) of each GET /api/openapi.json in the access log, in order."""
+    return re.findall(r"\[worker (\d)/2 pid (\d+)\] hostfinder\.access: GET /api/openapi\.json 200", stderr)
+
+
 def _cmdline(pid: int) -> str:
     """The process's command line, or "" once it has ended."""
     try:
@@ -94,7 +115,7 @@ def test_two_workers_answer_share_locks_and_stop_together(data_dir: Path) -> Non
     try:
         _, out = s.wait_ready(timeout=60)
         email, password = (data_dir / "demo-login.txt").read_text().split()
-        workers = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
+        workers = _workers(s.proc.pid)
         assert len(workers) == 2, workers
 
         # Many short connections at once: each is accepted by whichever worker is free.
@@ -135,10 +156,10 @@ def test_a_worker_that_dies_is_replaced(data_dir: Path) -> None:
     s = Workers("--data-dir", str(data_dir), "--workers", "2", "--no-demo")
     try:
         s.wait_ready(timeout=60)
-        before = [p for p in _children(s.proc.pid) if "postgres" not in _cmdline(p)]
+        before = _workers(s.proc.pid)
         os.kill(before[0], signal.SIGKILL)
         for _ in range(100):
-            now = [p for p in _children(s.proc.pid) if _alive(p) and "postgres" not in _cmdline(p)]
+            now = [p for p in _workers(s.proc.pid) if _alive(p)]
             if len(now) == 2 and before[0] not in now:
                 break
             threading.Event().wait(0.1)
@@ -182,17 +203,12 @@ def test_connections_spread_evenly_over_the_workers(data_dir: Path) -> None:
         s.wait_ready(timeout=60)
         _wait_accepting(s.proc.pid)
         for _ in range(40):
-            client = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
-            client.request("GET", "/api/openapi.json")
-            response = client.getresponse()
-            response.read()
-            assert response.status == 200 and not response.will_close
-            clients.append(client)   # kept open: each counts for its worker until the end
+            clients.append(_kept_connection(s.port))
     finally:
         for client in clients:
             client.close()
         assert s.stop() == 0
-    held = Counter(re.findall(r"\[worker (\d)/2 pid \d+\] hostfinder\.access: GET /api/openapi\.json 200", s.stderr))
+    held = Counter(number for number, _ in _openapi_answers(s.stderr))
     assert sum(held.values()) == 40 and abs(held["1"] - held["2"]) <= 2, held
 
 
@@ -214,19 +230,16 @@ def test_a_frozen_worker_holding_fewer_connections_does_not_keep_newcomers_waiti
             time.sleep(0.01)
         for _ in range(20):
             started = time.monotonic()
-            client = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
-            client.request("GET", "/api/openapi.json")
-            response = client.getresponse()
-            response.read()
-            assert response.status == 200 and time.monotonic() - started < 2
-            clients.append(client)   # kept open: the answering worker holds ever more than the frozen one
+            # Kept open: the answering worker holds ever more connections than the frozen one.
+            clients.append(_kept_connection(s.port))
+            assert time.monotonic() - started < 2
     finally:
         for client in clients:
             client.close()
         if workers:
             os.kill(workers[1], signal.SIGCONT)
         assert s.stop() == 0
-    answered_by = re.findall(r"\[worker \d/2 pid (\d+)\] hostfinder\.access: GET /api/openapi\.json 200", s.stderr)
+    answered_by = [pid for _, pid in _openapi_answers(s.stderr)]
     assert answered_by == [str(workers[0])] * 20, answered_by
 
 
