@@ -32,7 +32,8 @@ SETTLE = 0.3            # seconds after a local note write before indexing: a bu
 POLL = 3.0              # seconds between looks for notes written by other processes
 
 # A batch: the first queued notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
-# least one), with their vectors, into a temporary table of this connection. Computed under no
+# least one), with their vectors, into a temporary table of this connection; it returns, for each
+# note, how many queued notes it looked at (fewer than ``batch``: it reached the queue's end). Computed under no
 # lock, so a save never waits for the indexer to compute, and kept in the server, so the vectors
 # never pass through the gateway's Python (whose requests share its interpreter); _STORE_SQL
 # then keeps each vector only where the note is still at the version it was computed from (a
@@ -43,17 +44,19 @@ POLL = 3.0              # seconds between looks for notes written by other proce
 # the head, so after a bulk load or a crash each batch cost more the further the indexer had got
 # (73 000 buffers a batch at 100 000 notes in bench.scale --stats, 283 now; tests/test_speed.py).
 _BATCH_TABLE = """CREATE TEMPORARY TABLE IF NOT EXISTS note_batch
-                      (id bigint, version integer, vector tsvector, live boolean, size integer) ON COMMIT DELETE ROWS"""
+                      (id bigint, version integer, vector tsvector, live boolean, size integer, looked_at integer)
+                      ON COMMIT DELETE ROWS"""
 _BATCH_SQL = """
-    INSERT INTO note_batch (id, version, vector, live, size)
-    SELECT id, version, CASE WHEN live THEN note_vector(key, content) END, live, size
+    INSERT INTO note_batch (id, version, vector, live, size, looked_at)
+    SELECT id, version, CASE WHEN live THEN note_vector(key, content) END, live, size, looked_at
       FROM (SELECT q.note_id AS id, a.version, a.key, a.content, a.deleted_at IS NULL AND a.kind = 'note' AS live,
                    octet_length(a.content) AS size, row_number() OVER w AS n,
-                   sum(octet_length(a.content)) OVER w AS upto
+                   sum(octet_length(a.content)) OVER w AS upto, count(*) OVER () AS looked_at
               FROM (SELECT note_id FROM note_index_queue ORDER BY note_id LIMIT %(batch)s) AS q
               JOIN artifacts a ON a.id = q.note_id
             WINDOW w AS (ORDER BY q.note_id)) AS first
-     WHERE n = 1 OR upto <= %(bytes)s"""
+     WHERE n = 1 OR upto <= %(bytes)s
+    RETURNING looked_at"""
 # The notes' rows are locked first (FOR SHARE, which a save's update waits for) with SKIP LOCKED:
 # a row a write holds is left for a later batch. So the indexer never waits for a lock, and
 # cannot close a deadlock with a transaction that writes two notes (a move over a note takes both
@@ -111,9 +114,12 @@ _PASS_KEY = 0x4846494E444558
 
 def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | None = None) -> int:
     """Fill the search vectors of every note written since it was last indexed, a batch at a
-    time on ``conn`` (an autocommit connection), until the queue is empty, nothing in it could be
-    taken (notes saved faster than they are indexed: a later pass) or ``stop`` is set; the number
-    filled. After a crash it first queues every live note again (_REFILL_SQL). Returns 0 at once
+    time on ``conn`` (an autocommit connection), until a batch reaches the queue's end, nothing in
+    it could be taken (notes saved faster than they are indexed: a later pass) or ``stop`` is set;
+    the number filled. Notes queued while the last batch was computed wait for the next pass:
+    while saves stream in, going on would take them a few at a time, and a batch of five costs
+    about 2.5 times a note what a batch of a hundred does (the transaction, the GIN insertions and
+    the merge at the pass's end are paid per batch or per pass; a throwaway script, issue 14). After a crash it first queues every live note again (_REFILL_SQL). Returns 0 at once
     while another indexer is at work."""
     if not conn.execute("SELECT pg_try_advisory_lock(%s) AS mine", (_PASS_KEY,)).fetchone()["mine"]:
         return 0
@@ -128,7 +134,7 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
         while stop is None or not stop.is_set():
             try:
                 with conn.transaction():
-                    computed = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).rowcount
+                    computed = conn.execute(_BATCH_SQL, {"batch": batch, "bytes": BATCH_BYTES}).fetchall()
                     taken = conn.execute(_STORE_SQL).fetchall() if computed else []
             except psycopg.Error as exc:
                 if conn.broken or conn.closed:
@@ -143,8 +149,9 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
             filled = [row["size"] for row in taken if row["live"]]
             done += len(filled)
             unmerged += sum(filled)
-            if not taken:
-                break
+            looked_at = computed[0]["looked_at"] if computed else 0
+            if not taken or (len(computed) == looked_at < batch):
+                break   # (all it looked at, and fewer than a batch: the queue's end)
             if unmerged >= MERGE_BYTES:
                 _merge_pending_list(conn)
                 unmerged = 0
