@@ -64,15 +64,24 @@ _BATCH_SQL = """
 # save. Holding the row is also what keeps the queue whole (sql/156): a save of the note cannot
 # commit between the vector's storing and the note's leaving the queue, and a save after them
 # queues the note again (its trigger runs once the save has the row).
+#
+# Each step reaches the queue, the notes and the vectors by key, with the batch's ids as one array
+# (= ANY (ARRAY(...)): one index descent each), never by a join the planner may turn around. The
+# queue is empty most of the time and its statistics are taken then (autovacuum; this module's
+# ANALYZE after a bulk pass): PostgreSQL then believes a queue of thousands holds a row, and the
+# joins this statement had walked the whole queue for each batch (hashing it, or comparing it
+# with every note of the batch: 416 000 buffers and 0.2 s a batch with 4 000 queued), so draining
+# a long queue took time quadratic in its length; so did the vectors' table after a crash emptied
+# it (tests/test_speed.py).
 _STORE_SQL = """
     WITH held AS (SELECT a.id, a.version FROM artifacts a
-                   WHERE a.id IN (SELECT id FROM note_batch) ORDER BY a.id FOR SHARE SKIP LOCKED),
+                   WHERE a.id = ANY (ARRAY(SELECT id FROM note_batch)) ORDER BY a.id FOR SHARE SKIP LOCKED),
          ready AS (SELECT b.* FROM note_batch b JOIN held h ON h.id = b.id AND h.version = b.version),
          stored AS (INSERT INTO note_vectors AS v (note_id, version, vector)
                     SELECT id, version, vector FROM ready WHERE live
                     ON CONFLICT (note_id) DO UPDATE SET version = excluded.version, vector = excluded.vector),
-         dropped AS (DELETE FROM note_vectors v USING ready r WHERE v.note_id = r.id AND NOT r.live),
-         done AS (DELETE FROM note_index_queue q USING ready r WHERE q.note_id = r.id RETURNING q.note_id)
+         dropped AS (DELETE FROM note_vectors WHERE note_id = ANY (ARRAY(SELECT id FROM ready WHERE NOT live))),
+         done AS (DELETE FROM note_index_queue WHERE note_id = ANY (ARRAY(SELECT id FROM ready)) RETURNING note_id)
     SELECT r.live, r.size FROM done JOIN ready r ON r.id = done.note_id"""
 
 # A note whose vector PostgreSQL refuses to build (to_tsvector's 1 MB limit, not reachable from
