@@ -37,6 +37,15 @@ clients with a share each, as there, so a client whose worker is crowded finishe
 run waits for it), against `--workers 1`, `--workers 2`, the reference (and `--peer rclone`) in
 turn, each run; prints requests per second, each process's CPU seconds, and the cost ratio of
 each target to the reference.
+
+    .venv/bin/python -m bench.dav --cpu [--runs 3]
+
+Where a request's time goes: the CPU each process spends per request, for 2 000 creates, 1 000
+overwrites and 2 000 GETs on one connection, against `hostfinder serve` with its default options
+(the gateway's processes, and PostgreSQL's: the request's backend, the search indexer's, the WAL
+writer) and the reference (its one process), with the client's own. Work a request leaves behind
+counts as its own: a phase's CPU is read once the search indexer has emptied its queue. Wall time
+per request is the phase's alone; a request's CPU above its wall time means two cores worked on it.
 """
 from __future__ import annotations
 
@@ -428,7 +437,11 @@ def report(results: list[dict[str, dict[str, float]]], names: list[str]) -> None
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User and system CPU seconds of a process so far (0 once it has ended)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -471,8 +484,7 @@ def scaling(conninfo: str, runs: int, peer: str | None = None, notes: int = 500,
                         configs.append(Path(lists) / f"client-{k}.curl")
                         configs[-1].write_text("".join(f'url = "{base}/n{1 + (i * 7) % notes}.md"\n'
                                                        'output = "/dev/null"\n' for i in range(k, gets, CLIENTS)))
-                    pids = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
-                                                           text=True).stdout.split()] or [proc.pid]
+                    pids = _children(proc.pid) or [proc.pid]
                     before = {p: _cpu_seconds(p) for p in pids}
                     started = time.perf_counter()
                     clients = [subprocess.Popen(["curl", "-s", "-u", f"{USER}:{PASSWORD}", "-w", "%{http_code}\n",
@@ -500,6 +512,98 @@ def scaling(conninfo: str, runs: int, peer: str | None = None, notes: int = 500,
                   f"{' '.join(f'{x:.2f}' for x in ratios)}")
 
 
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
+
+
+def _postgres_pids(conninfo: str) -> list[int]:
+    """The server's processes: the postmaster (from postmaster.pid in its data directory, when
+    this user can read it) and its children; none when the server is elsewhere."""
+    import psycopg
+
+    with psycopg.connect(conninfo) as conn:
+        data_dir = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
+    try:
+        postmaster = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return []
+    return [postmaster, *_children(postmaster)]
+
+
+def _queue_empty(conninfo: str, timeout: float = 60.0) -> None:
+    """Wait until the search indexer has taken every queued note (then a moment for its merge)."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            if not conn.execute("SELECT EXISTS (SELECT FROM note_index_queue)").fetchone()[0]:  # type: ignore[index]
+                break
+            time.sleep(0.1)
+    time.sleep(0.5)
+
+
+def cpu_per_request(conninfo: str, runs: int, notes: int) -> None:
+    from store import admin
+    from store.db import Database
+
+    db = Database(conninfo, max_size=2).open()
+    boot, folder = seed(db, notes)
+    guilds = [admin.create_guild(db, org_id=boot["org_id"], name=f"cpu {r}")["id"] for r in range(runs)]
+    db.close()
+    root = seed_files(folder, notes)
+    for r in range(runs):
+        (root / f"files-creates-{r}").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    port = free_port()
+    hf = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo, "--no-demo",
+                           "--bind", f"127.0.0.1:{port}"], cwd=REPO, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    targets = [Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
+                      lambda r: f"org/{boot['org_id']}/guilds/{guilds[r]}", hf)]
+    port = free_port()
+    ref = _here(serve_files, root, port, env)
+    targets.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
+    bodies = [note(i).encode() for i in range(1, 2001)]
+    try:
+        for t in targets:
+            _wait_up(f"{t.base}/", t.proc)
+        time.sleep(1.0)  # every worker up
+        for r in range(runs):
+            for t in targets:
+                client = Client(t.base)
+                groups: dict[str, Callable[[], list[int]]] = {"server": lambda t=t: [t.proc.pid, *_children(t.proc.pid)]}
+                if t.proc is hf and _postgres_pids(conninfo):   # (not when it runs elsewhere: its CPU is not seen here)
+                    groups["PostgreSQL"] = lambda: _postgres_pids(conninfo)
+                url, target = f"{t.base}/{t.folder}", f"{t.base}/{t.new_folder(r)}"
+                phases: list[tuple[str, int, Callable[[int], int], int]] = [
+                    ("create", 2000, lambda i: client.put(f"{target}/c{i}.md", bodies[i]), 201),
+                    ("overwrite", 1000, lambda i: client.put(f"{url}/n{i + 1}.md", bodies[(i + 7 * r + 1) % 2000]), 204),
+                    ("GET", 2000, lambda i: client.get(f"{url}/n{i % notes + 1}.md"), 200)]
+                for name, count, request, expected in phases:
+                    # (per process, read again after the phase: a connection opened meanwhile counts whole)
+                    before = {g: {p: _cpu_seconds(p) for p in pids()} for g, pids in groups.items()}
+                    own = time.process_time()
+                    started = time.perf_counter()
+                    for i in range(count):
+                        assert request(i) == expected, (t.name, name, i)
+                    wall = time.perf_counter() - started
+                    own = time.process_time() - own
+                    if t.proc is hf:
+                        _queue_empty(conninfo)
+                    spent = {g: sum(_cpu_seconds(p) - before[g].get(p, 0.0) for p in pids()) / count * 1e6
+                             for g, pids in groups.items()}
+                    total = own / count * 1e6 + sum(spent.values())
+                    print(f"run {r + 1}, {t.name:11} {name:9}: {wall / count * 1e6:5.0f} us wall a request; CPU us "
+                          f"a request: client {own / count * 1e6:4.0f}, "
+                          + ", ".join(f"{g} {v:4.0f}" for g, v in spent.items()) + f"; all {total:4.0f}", flush=True)
+    finally:
+        for p in (hf, ref):
+            p.terminate()
+            p.wait(30)
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=10_000)
@@ -510,6 +614,8 @@ def main() -> None:
                              "nothing behind it (serve_floor); may be given twice")
     parser.add_argument("--workers", type=int, help="pass --workers N to `hostfinder serve` (default: its own default)")
     parser.add_argument("--scaling", action="store_true", help="concurrent GETs by curl: --workers 1 and 2, the reference (and --peer)")
+    parser.add_argument("--cpu", action="store_true", help="CPU per request of each process: Host Finder (and "
+                        "its PostgreSQL) and the reference, creates, overwrites and GETs")
     sys.path.insert(0, str(REPO))
     from bench.harness import add_fsync_option, bench_database, say_durability
     add_fsync_option(parser)
@@ -518,6 +624,9 @@ def main() -> None:
         raise SystemExit("--peer rclone: rclone is not installed")
     with bench_database("hf_bench_dav", durable=args.fsync) as url:
         say_durability(url)
+        if args.cpu:
+            cpu_per_request(url, args.runs, args.notes)
+            return
         if args.scaling:
             scaling(url, args.runs, "rclone" if "rclone" in args.peer else None)
             return
