@@ -33,11 +33,11 @@ POLL = 3.0              # seconds between looks for notes written by other proce
 
 # A batch: the first queued notes by id, at most ``batch`` of them and BATCH_BYTES of text (at
 # least one), with their vectors, into a temporary table of this connection; it returns, for each
-# note, how many queued notes it looked at (fewer than ``batch``: it reached the queue's end). Computed under no
-# lock, so a save never waits for the indexer to compute, and kept in the server, so the vectors
-# never pass through the gateway's Python (whose requests share its interpreter); _STORE_SQL
-# then keeps each vector only where the note is still at the version it was computed from (a
-# note saved meanwhile stays queued, for the next batch). A queued row that is no longer a live
+# note, how many queued notes it looked at (fewer than ``batch``: it reached the queue's end).
+# Computed under no lock, so a save never waits for the indexer to compute, and kept in the
+# server, so the vectors never pass through the gateway's Python (whose requests share its
+# interpreter); _STORE_SQL then keeps each vector only where the note is still at the version it
+# was computed from (a note saved meanwhile stays queued, for the next batch). A queued row that is no longer a live
 # note (deleted since) comes with no vector: its old vector is dropped, and it leaves the queue.
 # The queue's head is taken first and its notes read by id: with the whole queue joined to the
 # notes before the LIMIT, PostgreSQL merged along the notes' primary key from the first id up to
@@ -128,8 +128,9 @@ def index_pending(conn: Conn, *, batch: int = BATCH, stop: threading.Event | Non
     the number filled. Notes queued while the last batch was computed wait for the next pass:
     while saves stream in, going on would take them a few at a time, and a batch of five costs
     about 2.5 times a note what a batch of a hundred does (the transaction, the GIN insertions and
-    the merge at the pass's end are paid per batch or per pass; a throwaway script, issue 14). After a crash it first queues every live note again (_REFILL_SQL). Returns 0 at once
-    while another indexer is at work."""
+    the merge at the pass's end are paid per batch or per pass; a throwaway script, issue 14).
+    After a crash it first queues every live note again (_REFILL_SQL). Returns 0 at once while
+    another indexer is at work."""
     if not conn.execute("SELECT pg_try_advisory_lock(%s) AS mine", (_PASS_KEY,)).fetchone()["mine"]:
         return 0
     try:
