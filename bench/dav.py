@@ -354,64 +354,86 @@ def measure(t: Target, notes: int, creates: int, run: int) -> dict[str, float]:
     return out
 
 
-def run(conninfo: str, notes: int, creates: int, runs: int, peers: list[str], workers: int | None = None) -> None:
-    from store import admin
-    from store.db import Database
+class Targets:
+    """The servers a run measures, seeded and started: Host Finder (`hostfinder serve`, its default
+    options unless ``workers``) over a guild of ``notes`` notes, with one empty guild per run for
+    the creates, and the reference (and ``peers``) over the same notes as files. A context manager:
+    leaving it stops them all and removes the files."""
 
-    db = Database(conninfo, max_size=4).open()
-    boot, folder = seed(db, notes)
-    org = boot["org_id"]
-    guilds = [admin.create_guild(db, org_id=org, name=f"creates {r}")["id"] for r in range(runs)]
-    db.close()
+    def __init__(self, conninfo: str, notes: int, runs: int, peers: list[str], workers: int | None = None) -> None:
+        from store import admin
+        from store.db import Database
 
-    root = seed_files(folder, notes)
-    for target in ("files", *peers):
-        for r in range(runs):
-            (root / f"{target}-creates-{r}").mkdir()
-    procs: list[subprocess.Popen] = []
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    try:
-        port = free_port()
-        hf = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo, "--no-demo",
-                               "--bind", f"127.0.0.1:{port}",
-                               *(["--workers", str(workers)] if workers else [])], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(hf)
-        targets = [Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
-                          lambda r: f"org/{org}/guilds/{guilds[r]}", hf)]
-        port = free_port()
-        ref = _here(serve_files, root, port, env)
-        procs.append(ref)
-        targets.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
-        if "rclone" in peers:
+        db = Database(conninfo, max_size=4).open()
+        boot, self.folder = seed(db, notes)
+        org = boot["org_id"]
+        guilds = [admin.create_guild(db, org_id=org, name=f"creates {r}")["id"] for r in range(runs)]
+        db.close()
+        self.root = seed_files(self.folder, notes)
+        for target in ("files", *peers):
+            for r in range(runs):
+                (self.root / f"{target}-creates-{r}").mkdir()
+        self.procs: list[subprocess.Popen] = []
+        self.all: list[Target] = []
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        folder = self.folder
+        try:
             port = free_port()
-            rc = subprocess.Popen(["rclone", "serve", "webdav", str(root), "--addr", f"127.0.0.1:{port}",
-                                   "--user", USER, "--pass", PASSWORD], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-            procs.append(rc)
-            targets.append(Target("rclone", f"http://127.0.0.1:{port}", folder,
-                                  lambda r: f"rclone-creates-{r}", rc))
-        if "floor" in peers:
+            self.hf = self._started(subprocess.Popen(
+                [sys.executable, "-m", "gateway", "serve", "--database-url", conninfo, "--no-demo",
+                 "--bind", f"127.0.0.1:{port}", *(["--workers", str(workers)] if workers else [])],
+                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self.all.append(Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
+                                   lambda r: f"org/{org}/guilds/{guilds[r]}", self.hf))
             port = free_port()
-            fl = _here(serve_floor, root, port, env)
-            procs.append(fl)
-            targets.append(Target("floor", f"http://127.0.0.1:{port}", folder, lambda r: f"floor-creates-{r}", fl))
-        for t in targets:
-            _wait_up(f"{t.base}/", t.proc)
-        results: list[dict[str, dict[str, float]]] = []
-        for r in range(runs):
-            results.append({t.name: measure(t, notes, creates, r) for t in targets})
-            print(f"run {r + 1}/{runs} done", file=sys.stderr, flush=True)
-    finally:
-        for p in procs:
+            ref = self._started(_here(serve_files, self.root, port, env))
+            self.all.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
+            if "rclone" in peers:
+                port = free_port()
+                rc = self._started(subprocess.Popen(
+                    ["rclone", "serve", "webdav", str(self.root), "--addr", f"127.0.0.1:{port}",
+                     "--user", USER, "--pass", PASSWORD], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                self.all.append(Target("rclone", f"http://127.0.0.1:{port}", folder,
+                                       lambda r: f"rclone-creates-{r}", rc))
+            if "floor" in peers:
+                port = free_port()
+                fl = self._started(_here(serve_floor, self.root, port, env))
+                self.all.append(Target("floor", f"http://127.0.0.1:{port}", folder,
+                                       lambda r: f"floor-creates-{r}", fl))
+            for t in self.all:
+                _wait_up(f"{t.base}/", t.proc)
+        except BaseException:
+            self.close()
+            raise
+
+    def _started(self, proc: subprocess.Popen) -> subprocess.Popen:
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for p in self.procs:
             p.terminate()
-        for p in procs:
+        for p in self.procs:
             try:
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 p.kill()
-        shutil.rmtree(root, ignore_errors=True)
-    report(results, [t.name for t in targets])
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> Targets:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run(conninfo: str, notes: int, creates: int, runs: int, peers: list[str], workers: int | None = None) -> None:
+    with Targets(conninfo, notes, runs, peers, workers) as targets:
+        results: list[dict[str, dict[str, float]]] = []
+        for r in range(runs):
+            results.append({t.name: measure(t, notes, creates, r) for t in targets.all})
+            print(f"run {r + 1}/{runs} done", file=sys.stderr, flush=True)
+    report(results, [t.name for t in targets.all])
 
 
 def report(results: list[dict[str, dict[str, float]]], names: list[str]) -> None:
@@ -516,18 +538,17 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
 
 
-def _postgres_pids(conninfo: str) -> list[int]:
-    """The server's processes: the postmaster (from postmaster.pid in its data directory, when
-    this user can read it) and its children; none when the server is elsewhere."""
+def _postmaster(conninfo: str) -> int | None:
+    """The PostgreSQL server's postmaster (from postmaster.pid in its data directory, when this
+    user can read it); None when the server is elsewhere."""
     import psycopg
 
     with psycopg.connect(conninfo) as conn:
         data_dir = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
     try:
-        postmaster = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+        return int(Path(data_dir, "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
-        return []
-    return [postmaster, *_children(postmaster)]
+        return None
 
 
 def _queue_empty(conninfo: str, timeout: float = 60.0) -> None:
@@ -544,44 +565,25 @@ def _queue_empty(conninfo: str, timeout: float = 60.0) -> None:
 
 
 def cpu_per_request(conninfo: str, runs: int, notes: int) -> None:
-    from store import admin
-    from store.db import Database
-
-    db = Database(conninfo, max_size=2).open()
-    boot, folder = seed(db, notes)
-    guilds = [admin.create_guild(db, org_id=boot["org_id"], name=f"cpu {r}")["id"] for r in range(runs)]
-    db.close()
-    root = seed_files(folder, notes)
-    for r in range(runs):
-        (root / f"files-creates-{r}").mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    port = free_port()
-    hf = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--database-url", conninfo, "--no-demo",
-                           "--bind", f"127.0.0.1:{port}"], cwd=REPO, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    targets = [Target("Host Finder", f"http://127.0.0.1:{port}/dav", folder,
-                      lambda r: f"org/{boot['org_id']}/guilds/{guilds[r]}", hf)]
-    port = free_port()
-    ref = _here(serve_files, root, port, env)
-    targets.append(Target("files", f"http://127.0.0.1:{port}", folder, lambda r: f"files-creates-{r}", ref))
     bodies = [note(i).encode() for i in range(1, 2001)]
-    try:
-        for t in targets:
-            _wait_up(f"{t.base}/", t.proc)
+    postmaster = _postmaster(conninfo)   # (None when the server runs elsewhere: its CPU is not seen here)
+    with Targets(conninfo, notes, runs, []) as targets:
         time.sleep(1.0)  # every worker up
         for r in range(runs):
-            for t in targets:
+            for t in targets.all:
                 client = Client(t.base)
-                groups: dict[str, Callable[[], list[int]]] = {"server": lambda t=t: [t.proc.pid, *_children(t.proc.pid)]}
-                if t.proc is hf and _postgres_pids(conninfo):   # (not when it runs elsewhere: its CPU is not seen here)
-                    groups["PostgreSQL"] = lambda: _postgres_pids(conninfo)
+                # Each group's processes are listed again after a phase: one started meanwhile (a
+                # new pooled connection's backend) counts whole.
+                groups: dict[str, Callable[[], list[int]]] = {
+                    "server": lambda t=t: [t.proc.pid, *_children(t.proc.pid)]}
+                if t.proc is targets.hf and postmaster is not None:
+                    groups["PostgreSQL"] = lambda: [postmaster, *_children(postmaster)]
                 url, target = f"{t.base}/{t.folder}", f"{t.base}/{t.new_folder(r)}"
                 phases: list[tuple[str, int, Callable[[int], int], int]] = [
                     ("create", 2000, lambda i: client.put(f"{target}/c{i}.md", bodies[i]), 201),
                     ("overwrite", 1000, lambda i: client.put(f"{url}/n{i + 1}.md", bodies[(i + 7 * r + 1) % 2000]), 204),
                     ("GET", 2000, lambda i: client.get(f"{url}/n{i % notes + 1}.md"), 200)]
                 for name, count, request, expected in phases:
-                    # (per process, read again after the phase: a connection opened meanwhile counts whole)
                     before = {g: {p: _cpu_seconds(p) for p in pids()} for g, pids in groups.items()}
                     own = time.process_time()
                     started = time.perf_counter()
@@ -589,7 +591,7 @@ def cpu_per_request(conninfo: str, runs: int, notes: int) -> None:
                         assert request(i) == expected, (t.name, name, i)
                     wall = time.perf_counter() - started
                     own = time.process_time() - own
-                    if t.proc is hf:
+                    if t.proc is targets.hf:
                         _queue_empty(conninfo)
                     spent = {g: sum(_cpu_seconds(p) - before[g].get(p, 0.0) for p in pids()) / count * 1e6
                              for g, pids in groups.items()}
@@ -597,11 +599,6 @@ def cpu_per_request(conninfo: str, runs: int, notes: int) -> None:
                     print(f"run {r + 1}, {t.name:11} {name:9}: {wall / count * 1e6:5.0f} us wall a request; CPU us "
                           f"a request: client {own / count * 1e6:4.0f}, "
                           + ", ".join(f"{g} {v:4.0f}" for g, v in spent.items()) + f"; all {total:4.0f}", flush=True)
-    finally:
-        for p in (hf, ref):
-            p.terminate()
-            p.wait(30)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:
