@@ -22,19 +22,25 @@ from store.db import Database
 from store.errors import LimitReached
 
 
-def _buffers(db: Database, statement: str, params: dict[str, Any], *, setup: str | None = None) -> int:
+def _buffers(db: Database, statement: str, params: dict[str, Any], *, setup: str | None = None,
+             before: tuple[str, dict[str, Any]] | None = None, local: bool = False) -> int:
     """Shared buffers (hit + read) the statement touches, run for real and rolled back.
-    ``setup``: run first on the same connection (a temporary table the statement needs)."""
+    ``setup``: run first on the same connection (a temporary table the statement needs);
+    ``before``: a statement and its parameters run first in the same transaction (what fills that
+    table); ``local``: count the temporary tables' buffers too."""
     with db.connection() as conn:
         if setup is not None:
             conn.execute(setup)
         conn.execute("BEGIN")
         try:
+            if before is not None:
+                conn.execute(*before)
             plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
         finally:
             conn.execute("ROLLBACK")
-    top = (plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"]))[0]
-    return top["Plan"]["Shared Hit Blocks"] + top["Plan"]["Shared Read Blocks"]  # inclusive of sub-plans
+    top = (plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"]))[0]["Plan"]
+    kinds = ("Shared", "Local") if local else ("Shared",)
+    return sum(top[f"{kind} Hit Blocks"] + top[f"{kind} Read Blocks"] for kind in kinds)  # inclusive of sub-plans
 
 
 def _settle(db: Database) -> None:
@@ -118,17 +124,8 @@ def test_the_indexers_batch_reads_the_same_pages_deep_into_a_long_queue(db, boot
 def _store_buffers(db: Database) -> int:
     """Buffers (shared and local) the indexer's store step touches for the batch at the queue's
     head, run for real and rolled back."""
-    params = {"batch": search_index.BATCH, "bytes": search_index.BATCH_BYTES}
-    with db.connection() as conn:
-        conn.execute(search_index._BATCH_TABLE)
-        conn.execute("BEGIN")
-        try:
-            conn.execute(search_index._BATCH_SQL, params)
-            plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + search_index._STORE_SQL).fetchone()
-        finally:
-            conn.execute("ROLLBACK")
-    top = (plan["QUERY PLAN"] if isinstance(plan["QUERY PLAN"], list) else json.loads(plan["QUERY PLAN"]))[0]["Plan"]
-    return sum(top[k] for k in ("Shared Hit Blocks", "Shared Read Blocks", "Local Hit Blocks", "Local Read Blocks"))
+    batch = (search_index._BATCH_SQL, {"batch": search_index.BATCH, "bytes": search_index.BATCH_BYTES})
+    return _buffers(db, search_index._STORE_SQL, {}, setup=search_index._BATCH_TABLE, before=batch, local=True)
 
 
 def test_the_indexers_store_reads_the_same_pages_whatever_the_statistics_say_of_the_queue(db, boot) -> None:
