@@ -229,7 +229,9 @@ def run(conninfo: str, n: int, adds: int) -> None:
          " ORDER BY a.key::bigint LIMIT 20", (cid,)),
         ("record_list since (last 50 changes)", "record_list",
          {"collection": "bench", "since": "__since__"},
-         f"SELECT * FROM artifacts a WHERE {live} AND a.updated_at >= %s ORDER BY a.updated_at LIMIT 20", (cid,)),
+         # (record_updated_at: a record's updated_at in the column the records' index reads, sql/157)
+         f"SELECT * FROM artifacts a WHERE {live} AND a.record_updated_at >= %s ORDER BY a.record_updated_at LIMIT 20",
+         (cid,)),
         ("record_list where id", "record_list", {"collection": "bench", "where": {"id": 4321}},
          f"SELECT * FROM artifacts a WHERE {live} AND a.key = '4321'", (cid,)),
     ]

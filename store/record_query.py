@@ -39,6 +39,9 @@ META_ORDER = ("id", "created_at", "updated_at")
 RECORD_COLUMNS = ("a.collection_id, a.key, a.display_path, a.content_json, a.version, a.created_at,"
                   " a.updated_at, a.created_by, a.updated_by")
 LIVE = "a.kind = 'object' AND a.deleted_at IS NULL"
+# A record's updated_at as the records' index reads it (sql/157: the same instant, in a column
+# only records fill, so that a note's save does not change an indexed column).
+UPDATED = "a.record_updated_at"
 _NULL = "coalesce(jsonb_typeof(a.content_json -> %s), 'null') = 'null'"
 _ITEMS = ("jsonb_array_elements_text(CASE WHEN jsonb_typeof(a.content_json -> %s) = 'array'"
           " THEN a.content_json -> %s END) AS item(v)")
@@ -201,7 +204,7 @@ def parse_order(columns: Sequence[Column], order: object, since: bool, problems:
     updated_at asc with since. Ties break by id so that paging is stable."""
     tiebreak = "(a.key::bigint) ASC"
     if order is None:
-        return Fragment(f"a.updated_at ASC, {tiebreak}" if since else tiebreak)
+        return Fragment(f"{UPDATED} ASC, {tiebreak}" if since else tiebreak)
     allowed = ", ".join([*META_ORDER, *(c.name for c in columns if c.type != "array")])
     name: object
     direction: object = "asc"
@@ -238,7 +241,7 @@ def parse_order(columns: Sequence[Column], order: object, since: bool, problems:
     if name == "id":
         return Fragment(f"(a.key::bigint) {sql_dir}")
     if name in ("created_at", "updated_at"):
-        return Fragment(f"a.{name} {sql_dir}, {tiebreak}")
+        return Fragment(f"{UPDATED if name == 'updated_at' else 'a.created_at'} {sql_dir}, {tiebreak}")
     assert column is not None
     expr = {"number": "record_number(a.content_json -> %s)", "datetime": "record_instant(a.content_json -> %s)",
             "boolean": "(a.content_json -> %s)"}.get(column.type, "(a.content_json ->> %s)")
@@ -316,7 +319,7 @@ def _where_sql(collection_ids: Fragment, filters: Filters, since: datetime | Non
     parts = [collection_ids.sql, LIVE]
     params = list(collection_ids.params)
     if since is not None:
-        parts.append("a.updated_at >= %s")
+        parts.append(f"{UPDATED} >= %s")
         params.append(since)
     for cond in filters.conditions:
         parts.append(cond.sql)

@@ -131,7 +131,7 @@ def test_vectors_indexed_before_156_move_over_and_stay_current(empty_db: str) ->
         conn.execute("UPDATE artifacts SET note_search = note_vector(key, content), note_search_version = version"
                      " WHERE key IN ('indexed.md', 'gone.md')")
         conn.execute("UPDATE artifacts SET deleted_at = now() WHERE key = 'gone.md'")
-    assert migrations.migrate(empty_db) == ["156_note_vectors_unlogged.sql"]
+    assert migrations.migrate(empty_db)[:1] == ["156_note_vectors_unlogged.sql"]
     with psycopg.connect(empty_db, autocommit=True, row_factory=dict_row) as conn:
         queued = conn.execute("SELECT a.key FROM note_index_queue q JOIN artifacts a ON a.id = q.note_id").fetchall()
         assert [r["key"] for r in queued] == ["waiting.md"]

@@ -261,6 +261,20 @@ def test_a_note_write_is_one_statement_whether_it_creates_or_updates(db_url: str
             assert notes.write_note(conn, org, "guild", guild, "a.md", "more", SYSTEM)["version"] == 3
 
 
+def test_a_note_save_adds_nothing_to_the_tables_indexes(db, boot) -> None:
+    """A save changes no column an index reads, and the page keeps room for the new version: the
+    update is HOT (heap-only), so the note's indexes get no new entry per save (sql/157). Until
+    then the records' index read updated_at, and no note save was HOT."""
+    org, guild = boot["org_id"], boot["guild_id"]
+    insert_notes(db, org, "guild", guild, [f"note {i}\n" * 40 for i in range(300)])
+    with db.transaction() as conn:
+        for i in range(1, 301, 15):
+            notes.write_note(conn, org, "guild", guild, f"n{i}.md", f"saved again {i}\n" * 40, SYSTEM)
+        counts = conn.execute("SELECT pg_stat_get_xact_tuples_updated('artifacts'::regclass) AS updated,"
+                              " pg_stat_get_xact_tuples_hot_updated('artifacts'::regclass) AS hot").fetchone()
+    assert counts == {"updated": 20, "hot": 20}
+
+
 def test_moves_between_two_owners_in_opposite_directions_at_once_both_succeed(db, boot) -> None:
     """Each move locks both owners' counter rows in one order before changing either count, so
     two moves crossing each other queue rather than deadlock."""
