@@ -43,7 +43,8 @@ each target to the reference.
 Where a request's time goes: the CPU each process spends per request, for 2 000 creates, 1 000
 overwrites and 2 000 GETs on one connection, against `hostfinder serve` with its default options
 (the gateway's processes, and PostgreSQL's: the request's backend, the search indexer's, the WAL
-writer) and the reference (its one process), with the client's own. Work a request leaves behind
+writer; the indexer's niced backend also apart, as "of it the indexer") and the reference (its
+one process), with the client's own. Work a request leaves behind
 counts as its own: a phase's CPU is read once the search indexer has emptied its queue. Wall time
 per request is the phase's alone; a request's CPU above its wall time means two cores worked on it.
 """
@@ -458,13 +459,25 @@ def report(results: list[dict[str, dict[str, float]]], names: list[str]) -> None
         print(f"{f:42} " + " | ".join(f"{n} {' '.join(f'{r[n][f]:.3f}' for r in results)}" for n in names))
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat after the command's name (field 3 onwards), or None once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def _cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of a process so far (0 once it has ended)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    fields = _stat_fields(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _niced(pid: int) -> bool:
+    """Whether a process runs below the normal CPU priority: among PostgreSQL's processes, the
+    search indexer's backend (store.search_index lowers its priority when it may)."""
+    fields = _stat_fields(pid)
+    return fields is not None and int(fields[16]) > 0
 
 
 def scaling(conninfo: str, runs: int, peer: str | None = None, notes: int = 500, gets: int = 6000) -> None:
@@ -577,7 +590,10 @@ def cpu_per_request(conninfo: str, runs: int, notes: int) -> None:
                 groups: dict[str, Callable[[], list[int]]] = {
                     "server": lambda t=t: [t.proc.pid, *_children(t.proc.pid)]}
                 if t.proc is targets.hf and postmaster is not None:
-                    groups["PostgreSQL"] = lambda: [postmaster, *_children(postmaster)]
+                    # The search indexer's backend apart from the rest (the requests' backends,
+                    # the WAL writer, the checkpointer, autovacuum): it is the niced one.
+                    groups["PostgreSQL"] = lambda: [postmaster, *(p for p in _children(postmaster) if not _niced(p))]
+                    groups["of it the indexer"] = lambda: [p for p in _children(postmaster) if _niced(p)]
                 url, target = f"{t.base}/{t.folder}", f"{t.base}/{t.new_folder(r)}"
                 phases: list[tuple[str, int, Callable[[int], int], int]] = [
                     ("create", 2000, lambda i: client.put(f"{target}/c{i}.md", bodies[i]), 201),
@@ -595,7 +611,10 @@ def cpu_per_request(conninfo: str, runs: int, notes: int) -> None:
                         _queue_empty(conninfo)
                     spent = {g: sum(_cpu_seconds(p) - before[g].get(p, 0.0) for p in pids()) / count * 1e6
                              for g, pids in groups.items()}
-                    total = own / count * 1e6 + sum(spent.values())
+                    indexer = spent.get("of it the indexer")
+                    if indexer is not None:   # (printed as a part of PostgreSQL's, whose figure holds it)
+                        spent["PostgreSQL"] += indexer
+                    total = own / count * 1e6 + sum(v for g, v in spent.items() if g != "of it the indexer")
                     print(f"run {r + 1}, {t.name:11} {name:9}: {wall / count * 1e6:5.0f} us wall a request; CPU us "
                           f"a request: client {own / count * 1e6:4.0f}, "
                           + ", ".join(f"{g} {v:4.0f}" for g, v in spent.items()) + f"; all {total:4.0f}", flush=True)
