@@ -47,7 +47,8 @@ async def follow_changes(conninfo: str, org_ids: Iterable[int], user_id: int,
                 while True:
                     changes = await trio.to_thread.run_sync(feed.wait, 1.0, abandon_on_cancel=True)
                     for change in changes:
-                        log.debug("changed elsewhere: %s (%s)", ", ".join(change.paths), change.operation)
+                        # (this mount's own writes come back too: ``changed`` tells them apart)
+                        log.debug("change event: %s (%s)", ", ".join(change.paths), change.operation)
                         await changed(change)
             except Unavailable as exc:
                 following(False)

@@ -520,8 +520,8 @@ def test_an_editor_save_asks_the_store_once(db: Database, db_url: str, boot: dic
 
         def events() -> list[str]:
             text = log_path.read_bytes()[start:].decode()
-            return [line.split("changed elsewhere: ", 1)[1] for line in text.splitlines()
-                    if "changed elsewhere: " in line]
+            return [line.split("change event: ", 1)[1] for line in text.splitlines()
+                    if "change event: " in line]
         # Each save's own change event comes back and is told apart from a change made elsewhere
         # without a store call (by the order events come in): the kernel keeps the pages it was
         # given, and nothing is asked for the event.
